@@ -1,0 +1,106 @@
+"""`triage-bot kb lint`, `triage-bot faq` and `triage-bot engines`."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+import click
+
+from bot.kb.loader import Problem, collect_problems
+
+
+@click.group()
+def kb() -> None:
+    """Work with the knowledge base."""
+
+
+@kb.command()
+@click.option("--quiet", is_flag=True, help="Print only problems and a one-line summary.")
+@click.option("--no-cross-check", is_flag=True, help="Skip matching each example against the others.")
+def lint(quiet: bool, no_cross_check: bool) -> None:
+    """Validate the knowledge base; exit 1 on any error."""
+    kb_, problems = collect_problems()
+    warnings: list[Problem] = [p for p in problems if p.level != "error"]
+    errors = [p for p in problems if p.level == "error"]
+    if kb_ is not None and not no_cross_check:
+        warnings += cross_check(kb_)
+    for problem in [*errors, *warnings]:
+        click.echo(str(problem), err=bool(errors))
+    if kb_ is not None and not quiet:
+        families = sum(s.is_family for s in kb_.signatures)
+        click.echo(
+            f"{len(kb_.signatures)} signatures ({len(kb_.signatures) - families} specific, {families} families), "
+            f"{len(kb_.engines)} engines, {len(kb_.faq)} FAQ entries"
+        )
+    click.echo(f"kb lint: {len(errors)} error(s), {len(warnings)} warning(s)")
+    if errors:
+        sys.exit(1)
+
+
+def cross_check(kb_) -> list[Problem]:
+    """Warn when a signature's own example is matched to another signature."""
+    from bot.core import Triager
+
+    triager = Triager(kb_)
+    problems: list[Problem] = []
+    for sig in kb_.signatures:
+        file, line = kb_.source[sig.id]
+        for example in sig.examples:
+            result = triager.match(example)
+            got = result.primary.sig.id if result.primary else None
+            if got != sig.id:
+                problems.append(
+                    Problem(file, line, f"{sig.id}: example {example[:70]!r} matches {got or 'nothing'}", "warning")
+                )
+    return problems
+
+
+@click.command()
+@click.argument("question", nargs=-1, required=True)
+@click.option("--json", "as_json", is_flag=True)
+def faq(question: tuple[str, ...], as_json: bool) -> None:
+    """Answer a question from the FAQ."""
+    from bot.core import default_triager
+    from bot.faq import search
+
+    hits = search(default_triager().kb, " ".join(question))
+    if as_json:
+        click.echo(json.dumps([h.__dict__ | {"docs": list(h.docs)} for h in hits], indent=2))
+        return
+    if not hits:
+        click.echo("No FAQ entry matches that question. Try other words, or `triage-bot engines`.")
+        return
+    best = hits[0]
+    click.echo(click.style(best.question, bold=True))
+    click.echo(best.answer)
+    for doc in best.docs:
+        click.echo(f"  {doc}")
+    if len(hits) > 1:
+        click.echo("\nRelated: " + " · ".join(h.question for h in hits[1:]))
+
+
+@click.command()
+@click.option("--json", "as_json", is_flag=True)
+def engines(as_json: bool) -> None:
+    """Show the engine comparison matrix."""
+    from rich.console import Console
+    from rich.table import Table
+
+    from bot.core import default_triager
+
+    kb_ = default_triager().kb
+    dims = kb_.matrix_dimensions or []
+    if as_json:
+        click.echo(json.dumps({
+            "dimensions": [d.model_dump() for d in dims],
+            "engines": {e.id: {"name": e.name, "matrix": e.matrix} for e in kb_.engines.values()},
+        }, indent=2))
+        return
+    table = Table(title="vLLM vs SGLang vs TensorRT-LLM", show_lines=True)
+    table.add_column("Dimension", style="bold")
+    for engine in kb_.engines.values():
+        table.add_column(engine.name)
+    for dim in dims:
+        table.add_row(dim.title, *(e.matrix.get(dim.key, "—") for e in kb_.engines.values()))
+    Console().print(table)

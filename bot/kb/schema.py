@@ -1,0 +1,182 @@
+"""The knowledge-base schema: what a signature, an engine and an FAQ entry may contain.
+
+Every model forbids unknown keys, so a typo in a YAML file is an error at load time instead of a
+field that is silently ignored.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+Severity = Literal["critical", "high", "medium", "low", "info"]
+ENGINES: tuple[str, ...] = ("vllm", "sglang", "trtllm")
+SPECIFIC_PREFIXES: tuple[str, ...] = ("vllm", "sglang", "trtllm", "generic", "health")
+FAMILY_PREFIXES: tuple[str, ...] = (
+    "component",
+    "install",
+    "platform",
+    "config",
+    "crash",
+    "client",
+    "quality",
+    "fallback",
+)
+ID_RE = re.compile(r"^[a-z0-9_]+\.[a-z0-9_]+$")
+
+
+class Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class Clue(Strict):
+    """A weighted regex: engine-detection clues and family evidence share this shape."""
+
+    pattern: str
+    weight: float = Field(default=1.0, gt=0, le=10)
+    note: str = ""
+
+
+class Protocol(Strict):
+    """The triage protocol a family signature answers with: how an expert narrows the area down."""
+
+    confirm: list[str] = Field(min_length=1)
+    collect: list[str] = Field(min_length=1)
+    workarounds: list[str] = Field(min_length=1)
+    report: dict[str, str] = Field(min_length=1)
+
+    @field_validator("report")
+    @classmethod
+    def _report_engines(cls, value: dict[str, str]) -> dict[str, str]:
+        unknown = set(value) - {*ENGINES, "default"}
+        if unknown:
+            raise ValueError(f"report has unknown engine keys: {sorted(unknown)}")
+        return value
+
+
+class Signature(Strict):
+    """One failure mode: how to recognise it, and what to tell the person who hit it."""
+
+    id: str
+    engine: Literal["vllm", "sglang", "trtllm", "generic", "any"]
+    title: str = Field(min_length=3, max_length=140)
+    severity: Severity
+    wrapper: bool = False
+    priority: int = Field(default=0, ge=-100, le=100)
+    passive: bool = True
+    patterns: list[str] = Field(default_factory=list)
+    messages: list[str] = Field(default_factory=list)
+    examples: list[str] = Field(min_length=2)
+    evidence: list[Clue] = Field(default_factory=list)
+    cause: str = Field(min_length=20)
+    recovery: str | dict[str, str]
+    protocol: Protocol | None = None
+    faq: str = Field(min_length=20)
+    docs: list[str] = Field(default_factory=list)
+
+    @field_validator("id")
+    @classmethod
+    def _id_shape(cls, value: str) -> str:
+        if not ID_RE.match(value):
+            raise ValueError(f"id {value!r} must look like 'prefix.snake_name'")
+        prefix = value.split(".", 1)[0]
+        if prefix not in SPECIFIC_PREFIXES + FAMILY_PREFIXES:
+            raise ValueError(f"id prefix {prefix!r} is not a known tier")
+        return value
+
+    @field_validator("recovery")
+    @classmethod
+    def _recovery_keys(cls, value: str | dict[str, str]) -> str | dict[str, str]:
+        if isinstance(value, dict):
+            unknown = set(value) - {*ENGINES, "default"}
+            if unknown:
+                raise ValueError(f"recovery has unknown engine keys: {sorted(unknown)}")
+            if "default" not in value:
+                raise ValueError("a per-engine recovery needs a 'default' template too")
+        return value
+
+    @model_validator(mode="after")
+    def _tier_rules(self) -> Signature:
+        if self.is_family:
+            if self.protocol is None:
+                raise ValueError("a family signature needs a 'protocol'")
+            if not self.patterns and not self.evidence:
+                raise ValueError("a family signature needs 'patterns' or 'evidence'")
+        else:
+            if not self.patterns:
+                raise ValueError("a specific signature needs at least one pattern")
+            if not self.messages:
+                raise ValueError("a specific signature needs at least one canonical message")
+        if self.prefix == "generic" and (
+            not isinstance(self.recovery, dict) or not set(ENGINES) <= set(self.recovery)
+        ):
+            raise ValueError("a generic.* signature needs a recovery template for each engine")
+        if self.prefix in ENGINES and self.engine != self.prefix:
+            raise ValueError(f"engine must be {self.prefix!r} for an id starting with {self.prefix}.")
+        return self
+
+    @property
+    def prefix(self) -> str:
+        return self.id.split(".", 1)[0]
+
+    @property
+    def is_family(self) -> bool:
+        return self.prefix in FAMILY_PREFIXES
+
+    @property
+    def tier(self) -> str:
+        return "family" if self.is_family else "specific"
+
+    def recovery_template(self, engine: str | None) -> str:
+        """The recovery template for the detected engine, falling back to the default one."""
+        if isinstance(self.recovery, str):
+            return self.recovery
+        if engine and engine in self.recovery:
+            return self.recovery[engine]
+        return self.recovery["default"]
+
+
+class EngineInfo(Strict):
+    """An engine's identity, the clues that reveal it in a paste, and its column of the matrix."""
+
+    id: str
+    name: str
+    detect: list[Clue] = Field(min_length=1)
+    docs: list[str] = Field(default_factory=list)
+    matrix: dict[str, str] = Field(default_factory=dict)
+
+
+class KnowledgeFile(Strict):
+    """One YAML file of the knowledge base."""
+
+    engine: EngineInfo | None = None
+    signatures: list[Signature] = Field(default_factory=list)
+
+
+class FaqEntry(Strict):
+    id: str
+    question: str = Field(min_length=8)
+    answer: str = Field(min_length=20)
+    tags: list[str] = Field(default_factory=list)
+    engines: list[str] = Field(default_factory=list)
+    docs: list[str] = Field(default_factory=list)
+
+
+class MatrixDimension(Strict):
+    key: str
+    title: str
+
+
+class FaqFile(Strict):
+    """knowledge/faq.yaml: the FAQ and the dimensions of the engine comparison matrix."""
+
+    matrix_dimensions: list[MatrixDimension] = Field(default_factory=list)
+    faq: list[FaqEntry] = Field(min_length=1)
+
+
+class TaxonomyFile(Strict):
+    """knowledge/taxonomy.yaml: every id the knowledge base must answer."""
+
+    ids: list[str] = Field(min_length=1)

@@ -1,0 +1,133 @@
+"""Compile a knowledge base once into the structures a paste is scored against.
+
+- One RE2 `Set` holds every signature pattern, family clue and engine clue, so a paste is
+  scanned once whatever the number of signatures; only the patterns that fired are run again to
+  find where they matched and what values they captured.
+- A token index over the signatures' messages and examples prefilters the fuzzy stage: a paste is
+  compared only with the examples that share rare words with it, so the fuzzy cost grows with the
+  number of *relevant* signatures, not with the size of the knowledge base.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections import defaultdict
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from bot.kb.loader import KnowledgeBase
+from bot.kb.regex import compile_pattern, new_search_set
+from bot.kb.schema import Signature
+
+EntryKind = Literal["pattern", "evidence", "engine"]
+SET_CHUNK = 2_000  # patterns per RE2 set; keeps each set's DFA within its memory budget
+SET_MAX_MEM = 64 << 20
+MAX_CHOICE_CHARS = 240
+
+_HEX = re.compile(r"0x[0-9a-fA-F]+")
+_PATH = re.compile(r"(?:[A-Za-z]:)?(?:[\w.~+-]*/){2,}")
+_NUM = re.compile(r"\d+(?:\.\d+)?")
+_SPACE = re.compile(r"\s+")
+_TOKEN = re.compile(r"[a-z_][a-z_]{3,}")
+_STOP = frozenset(
+    ["this", "that", "with", "from", "have", "when", "were", "will", "your", "than", "then", "there", "their", "which", "while", "into", "only", "also", "more", "most", "other", "some", "such", "these", "those", "what", "been", "being", "does", "done", "please", "check", "error", "errors", "line", "file", "none", "true", "false", "self", "return", "value", "values", "using", "used"]
+)
+
+
+def mask(text: str) -> str:
+    """Lower-case and mask volatile tokens (addresses, paths, numbers) for fuzzy comparison."""
+    text = _HEX.sub("0x", text)
+    text = _PATH.sub("/", text)
+    text = _NUM.sub("0", text)
+    return _SPACE.sub(" ", text).strip().lower()[:MAX_CHOICE_CHARS]
+
+
+def tokens(masked: str) -> set[str]:
+    return {t for t in _TOKEN.findall(masked) if t not in _STOP}
+
+
+@dataclass(frozen=True, slots=True)
+class Entry:
+    kind: EntryKind
+    owner: int  # signature index, or -1 for engine clues
+    engine: str  # engine id for engine clues
+    weight: float
+    regex: Any
+
+
+@dataclass
+class CompiledKB:
+    kb: KnowledgeBase
+    signatures: list[Signature]
+    entries: list[Entry]
+    sets: list[tuple[int, Any]]  # (offset of first entry, set)
+    choices: list[str]  # masked messages and examples
+    choice_owner: list[int]
+    postings: dict[str, list[int]] = field(default_factory=dict)
+    idf: dict[str, float] = field(default_factory=dict)
+
+    def scan(self, text: str) -> list[int]:
+        """Indexes of every entry whose regex occurs somewhere in `text` (one pass per set)."""
+        found: list[int] = []
+        for offset, pattern_set in self.sets:
+            found.extend(offset + i for i in (pattern_set.Match(text) or ()))
+        return found
+
+    def prefilter(self, line_tokens: set[str], limit: int) -> list[int]:
+        """The choices sharing the rarest words with the candidate lines, best first."""
+        scores: dict[int, float] = defaultdict(float)
+        for token in line_tokens:
+            weight = self.idf.get(token)
+            if weight is None:
+                continue
+            for choice in self.postings[token]:
+                scores[choice] += weight
+        if not scores:
+            return []
+        return sorted(scores, key=scores.__getitem__, reverse=True)[:limit]
+
+
+def compile_kb(kb: KnowledgeBase) -> CompiledKB:
+    entries: list[Entry] = []
+    for engine_id, info in kb.engines.items():
+        for clue in info.detect:
+            entries.append(Entry("engine", -1, engine_id, clue.weight, compile_pattern(clue.pattern)))
+    for index, sig in enumerate(kb.signatures):
+        for pattern in sig.patterns:
+            entries.append(Entry("pattern", index, "", 1.0, compile_pattern(pattern)))
+        for clue in sig.evidence:
+            entries.append(Entry("evidence", index, "", clue.weight, compile_pattern(clue.pattern)))
+
+    sets: list[tuple[int, Any]] = []
+    for start in range(0, len(entries), SET_CHUNK):
+        pattern_set = new_search_set(SET_MAX_MEM)
+        for entry in entries[start : start + SET_CHUNK]:
+            pattern_set.Add(entry.regex.pattern)
+        pattern_set.Compile()
+        sets.append((start, pattern_set))
+
+    choices: list[str] = []
+    owner: list[int] = []
+    for index, sig in enumerate(kb.signatures):
+        seen: set[str] = set()
+        for text in [*sig.messages, *sig.examples]:
+            masked = mask(text)
+            if masked and masked not in seen:
+                seen.add(masked)
+                choices.append(masked)
+                owner.append(index)
+
+    compiled = CompiledKB(kb, list(kb.signatures), entries, sets, choices, owner)
+    postings: dict[str, list[int]] = defaultdict(list)
+    for choice_index, text in enumerate(choices):
+        for token in tokens(text):
+            postings[token].append(choice_index)
+    total = max(1, len(kb.signatures))
+    for token, plist in postings.items():
+        owners = len({owner[i] for i in plist})
+        # words shared by many signatures say little about which one this is
+        if owners <= max(3, total // 10):
+            compiled.postings[token] = plist
+            compiled.idf[token] = math.log(1 + total / owners)
+    return compiled

@@ -1,0 +1,267 @@
+"""Score a paste against every signature and pick the failure it shows.
+
+The order of evidence, strongest first:
+1. a specific signature's pattern on a line that states a cause (not a wrapper);
+2. a family recognised from the evidence in the paste (frames, flags, libraries, signals);
+3. a wrapper alone ("EngineDeadError", "MPI_ABORT was invoked"): named, with a request for the
+   lines above it;
+4. a fuzzy resemblance between a candidate line and a signature's messages, for wordings no
+   pattern knows yet.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass, field
+from typing import Literal
+
+from rapidfuzz import fuzz, process
+
+from bot.kb.schema import ENGINES, Signature
+from bot.matching.index import CompiledKB, mask, tokens
+from bot.text.candidates import find_candidates, has_failure_signal, looks_cut
+from bot.text.extract import coerce_values, global_values
+from bot.text.normalize import Line, Normalized, normalize
+
+How = Literal["pattern", "wrapper", "evidence", "fuzzy"]
+
+PASSIVE_THRESHOLD = 0.80
+EXPLICIT_FLOOR = 0.25
+FAMILY_THRESHOLD = 1.0
+FUZZY_MIN = 72.0
+PREFILTER_CHOICES = 48
+
+
+@dataclass(frozen=True, slots=True)
+class Hit:
+    """One signature pattern found in the paste."""
+
+    sig_index: int
+    line: Line
+    start: int
+    length: int
+    values: dict[str, str]
+
+
+@dataclass(slots=True)
+class Scored:
+    """A signature with everything the paste said in its favour."""
+
+    sig: Signature
+    how: How
+    confidence: float
+    line: Line | None
+    values: dict[str, object] = field(default_factory=dict)
+    evidence: list[str] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class MatchResult:
+    normalized: Normalized
+    engine: str | None
+    engine_scores: dict[str, float]
+    primary: Scored | None
+    others: list[Scored]  # other failures in the same paste
+    nearest: list[Scored]  # runners-up, for "no known signature" and for context
+    family_hint: Scored | None  # the family when the primary is only a wrapper
+    incomplete: bool  # the paste holds only a wrapper or stops before its cause
+    failure_signal: bool
+    global_values: dict[str, object]
+
+    @property
+    def passive(self) -> bool:
+        """Would the bot answer this message unprompted in a channel?"""
+        p = self.primary
+        return bool(
+            p is not None and p.sig.passive and p.confidence >= PASSIVE_THRESHOLD and self.failure_signal
+        )
+
+
+class Matcher:
+    """Stateless after construction; safe to share between threads."""
+
+    def __init__(self, compiled: CompiledKB):
+        self.c = compiled
+
+    # -- stages -----------------------------------------------------------------------------
+    def _detect_engine(self, fired: list[int]) -> tuple[str | None, dict[str, float]]:
+        scores: dict[str, float] = defaultdict(float)
+        for i in fired:
+            entry = self.c.entries[i]
+            if entry.kind == "engine":
+                scores[entry.engine] += entry.weight
+        if not scores:
+            return None, {}
+        ranked = sorted(scores.items(), key=lambda kv: kv[1], reverse=True)
+        best, best_score = ranked[0]
+        second = ranked[1][1] if len(ranked) > 1 else 0.0
+        if best_score >= 1.0 and best_score > second:
+            return best, dict(scores)
+        return None, dict(scores)
+
+    def _hits(self, norm: Normalized, fired: list[int]) -> dict[int, list[Hit]]:
+        hits: dict[int, list[Hit]] = defaultdict(list)
+        for i in fired:
+            entry = self.c.entries[i]
+            if entry.kind != "pattern":
+                continue
+            found = entry.regex.search(norm.text)
+            if found is None:
+                continue
+            start, end = found.span()
+            values = {k: v for k, v in found.groupdict().items() if v is not None}
+            hits[entry.owner].append(Hit(entry.owner, norm.line_at(start), start, end - start, values))
+        return hits
+
+    def _family_scores(self, norm: Normalized, fired: list[int]) -> dict[int, tuple[float, list[str]]]:
+        scores: dict[int, float] = defaultdict(float)
+        clues: dict[int, list[str]] = defaultdict(list)
+        for i in fired:
+            entry = self.c.entries[i]
+            if entry.kind == "evidence":
+                scores[entry.owner] += entry.weight
+                clues[entry.owner].append(entry.regex.pattern)
+        return {k: (v, clues[k]) for k, v in scores.items()}
+
+    def _fuzzy(self, norm: Normalized) -> dict[int, tuple[float, Line]]:
+        candidates = find_candidates(norm)
+        if not candidates:
+            return {}
+        queries = [mask(c.line.text) for c in candidates]
+        line_tokens: set[str] = set()
+        for q in queries:
+            line_tokens |= tokens(q)
+        chosen = self.c.prefilter(line_tokens, PREFILTER_CHOICES)
+        if not chosen:
+            return {}
+        choices = [self.c.choices[i] for i in chosen]
+        matrix = process.cdist(queries, choices, scorer=fuzz.token_set_ratio, workers=1)
+        best: dict[int, tuple[float, Line]] = {}
+        for qi, cand in enumerate(candidates):
+            weight_penalty = 0.0 if not cand.wrapper else 15.0
+            row = matrix[qi]
+            for ci, choice_index in enumerate(chosen):
+                score = float(row[ci]) - weight_penalty
+                owner = self.c.choice_owner[choice_index]
+                if score > best.get(owner, (0.0, cand.line))[0]:
+                    best[owner] = (score, cand.line)
+        return best
+
+    # -- confidence ---------------------------------------------------------------------------
+    @staticmethod
+    def _engine_fit(sig: Signature, engine: str | None) -> int:
+        """1 when the signature fits the detected engine, 0 when unknown, -1 when it conflicts."""
+        if sig.engine not in ENGINES:
+            return 1 if engine else 0
+        if engine is None:
+            return 0
+        return 1 if sig.engine == engine else -1
+
+    def _pattern_confidence(self, sig: Signature, line: Line, engine: str | None) -> float:
+        fit = self._engine_fit(sig, engine)
+        confidence = 0.93 + 0.04 * max(fit, 0)
+        if fit < 0:
+            confidence -= 0.30
+        if line.level in ("INFO", "DEBUG"):
+            confidence -= 0.20
+        if sig.wrapper:
+            confidence = 0.84 if fit > 0 else (0.72 if fit == 0 else 0.5)
+        return max(0.0, min(0.99, confidence))
+
+    @staticmethod
+    def _family_confidence(score: float) -> float:
+        return min(0.9, 0.45 + 0.2 * score)
+
+    @staticmethod
+    def _fuzzy_confidence(score: float) -> float:
+        return max(0.0, min(0.78, (score - 60.0) / 40.0 * 0.78))
+
+    # -- the whole thing ------------------------------------------------------------------------
+    def match(self, text: str | bytes) -> MatchResult:
+        norm = normalize(text)
+        fired = self.c.scan(norm.text) if norm.text else []
+        engine, engine_scores = self._detect_engine(fired)
+        hits = self._hits(norm, fired)
+        families = self._family_scores(norm, fired)
+        gvalues = global_values(norm.text)
+        sigs = self.c.signatures
+
+        specific: list[tuple[tuple, Scored]] = []
+        wrappers: list[tuple[tuple, Scored]] = []
+        for sig_index, sig_hits in hits.items():
+            sig = sigs[sig_index]
+            first = min(sig_hits, key=lambda h: h.start)
+            # the signature's own captures override values found elsewhere; the first capture wins
+            own: dict[str, object] = {}
+            for hit in sorted(sig_hits, key=lambda h: h.start):
+                for key, value in coerce_values(hit.values).items():
+                    own.setdefault(key, value)
+            values: dict[str, object] = {**gvalues, **own}
+            longest = max(h.length for h in sig_hits)
+            if sig.is_family:
+                # a family's own strong message counts as certain evidence
+                score, clues = families.get(sig_index, (0.0, []))
+                families[sig_index] = (score + 2.0, [*clues, "pattern"])
+                continue
+            scored = Scored(sig, "wrapper" if sig.wrapper else "pattern",
+                            self._pattern_confidence(sig, first.line, engine), first.line, values)
+            key = (sig.priority, max(self._engine_fit(sig, engine), 0), longest, -first.line.index)
+            (wrappers if sig.wrapper else specific).append((key, scored))
+
+        specific.sort(key=lambda kv: kv[0], reverse=True)
+        wrappers.sort(key=lambda kv: kv[0], reverse=True)
+
+        family_ranked: list[Scored] = []
+        for sig_index, (score, clues) in sorted(families.items(), key=lambda kv: kv[1][0], reverse=True):
+            sig = sigs[sig_index]
+            if not sig.is_family or score < FAMILY_THRESHOLD:
+                continue
+            family_ranked.append(
+                Scored(sig, "evidence", self._family_confidence(score), None, dict(gvalues), clues)
+            )
+
+        primary: Scored | None = None
+        others: list[Scored] = []
+        family_hint: Scored | None = None
+        incomplete = False
+        fuzzy_ranked: list[Scored] = []
+
+        if specific:
+            primary = specific[0][1]
+            others = [s for _, s in specific[1:]]
+        else:
+            fuzzy = self._fuzzy(norm)
+            for sig_index, (score, line) in sorted(fuzzy.items(), key=lambda kv: kv[1][0], reverse=True)[:5]:
+                sig = sigs[sig_index]
+                fuzzy_ranked.append(
+                    Scored(sig, "fuzzy", self._fuzzy_confidence(score), line, dict(gvalues))
+                )
+            if family_ranked:
+                primary = family_ranked[0]
+                if wrappers:
+                    others = [s for _, s in wrappers]
+            elif wrappers:
+                primary = wrappers[0][1]
+                others = [s for _, s in wrappers[1:]]
+                incomplete = True
+            elif fuzzy_ranked and fuzzy_ranked[0].confidence >= EXPLICIT_FLOOR and not fuzzy_ranked[0].sig.wrapper:
+                primary = fuzzy_ranked[0]
+
+        if primary is not None and primary.how == "wrapper" and family_ranked:
+            family_hint = family_ranked[0]
+        if primary is None or primary.how in ("wrapper", "fuzzy"):
+            incomplete = incomplete or looks_cut(norm)
+
+        nearest = [s for s in fuzzy_ranked if primary is None or s.sig.id != primary.sig.id][:3]
+        return MatchResult(
+            normalized=norm,
+            engine=engine,
+            engine_scores=engine_scores,
+            primary=primary,
+            others=others,
+            nearest=nearest,
+            family_hint=family_hint,
+            incomplete=incomplete,
+            failure_signal=has_failure_signal(norm),
+            global_values=gvalues,
+        )

@@ -1,0 +1,121 @@
+"""Pick the lines of a paste that can carry a cause, and tell a cause from a wrapper.
+
+A 200-line traceback holds a handful of lines that say what went wrong. The rest are frames,
+source echo, progress bars and INFO logs. Fuzzy scoring runs only on the candidates found here,
+and the wrapper list lets the matcher prefer the root cause over the line that merely reports
+that something below it died.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from bot.text.normalize import Line, Normalized, is_source_echo
+
+MAX_CANDIDATES = 40
+MAX_CANDIDATE_CHARS = 240
+
+# Lines that report a failure without naming it: the cause is elsewhere, usually above.
+WRAPPER_LINES = re.compile(
+    r"EngineDeadError|AsyncEngineDeadError|Background loop has errored|Engine core initialization failed"
+    r"|EngineCore failed to start|Scheduler hit an exception|TpModelWorkerClient hit an exception"
+    r"|Received sigquit from a child proces|SIGQUIT received|It usually means (?:the|one) child failed"
+    r"|MPI_ABORT was invoked|mpirun detected that one or more processes|Primary job\s+terminated"
+    r"|Aborted \(core dumped\)|Executor worker returned error|Encountered an error in forward(?:Async|Sync)? function"
+    r"|Error executing method|WorkerProc hit an exception|Exception in worker|The above exception was the direct cause"
+    r"|During handling of the above exception|Traceback \(most recent call last\)|ERROR: Exception in ASGI application"
+    r"|Failed core proc|Worker failed with error|MQLLMEngine is already dead|terminating server process"
+)
+
+_EXCEPTION = re.compile(r"^(?:[A-Za-z_][\w.]{0,120}\.)?[A-Z]\w{0,80}(?:Error|Exception|Exit|Interrupt|Warning|Failure)\b:?")
+_ERRORISH = re.compile(
+    r"(?i)\b(?:error|exception|fail(?:ed|ure)?|assert(?:ion)?|abort(?:ed)?|fatal|panic|segmentation fault|sigsegv"
+    r"|sigkill|killed|out of memory|oom|timed? ?out|timeout|not found|no such|cannot|could not|unable to"
+    r"|not supported|unsupported|invalid|mismatch|illegal|refused|denied|undefined symbol|core dumped|exceeds?"
+    r"|too (?:long|large|small|old)|insufficient|not enough|deadlock|hang|stuck|watchdog|traceback)\b"
+)
+_TRT_ERROR = re.compile(r"\[TensorRT-LLM\]\[(?:ERROR|WARNING)\]|\[TRT-LLM\] \[E\]|NCCL WARN|\[TRT\] \[E\]")
+_NOISE = re.compile(
+    r"^(?:Loading safetensors checkpoint shards|Capturing (?:CUDA graphs|batches)|\d{1,3}%\|)|it/s\]$"
+    r"|^-{5,}$|^={5,}$|^\+[-+]{5,}\+?$"
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Candidate:
+    line: Line
+    score: float
+    wrapper: bool
+
+
+def line_weight(line: Line, previous: Line | None) -> float:
+    """How likely this line states a failure (0 = not at all)."""
+    text = line.text
+    if line.is_frame or is_source_echo(line, previous) or _NOISE.search(text):
+        return 0.0
+    score = 0.0
+    if _EXCEPTION.match(text):
+        score += 3.0
+    if _TRT_ERROR.search(text):
+        score += 3.0
+    if line.level in ("ERROR", "CRITICAL", "FATAL"):
+        score += 1.0
+    elif line.level == "WARNING":
+        score += 0.5
+    if _ERRORISH.search(text):
+        score += 1.5
+    if line.level in ("INFO", "DEBUG") and score < 3.0:
+        score *= 0.3
+    return score
+
+
+def find_candidates(norm: Normalized, limit: int = MAX_CANDIDATES) -> list[Candidate]:
+    """The lines most likely to state a failure, in paste order, distinct after trimming."""
+    scored: list[Candidate] = []
+    seen: set[str] = set()
+    previous: Line | None = None
+    for line in norm.lines:
+        weight = line_weight(line, previous)
+        previous = line
+        if weight <= 0.0:
+            continue
+        text = line.text[:MAX_CANDIDATE_CHARS]
+        if text in seen:
+            continue
+        seen.add(text)
+        scored.append(Candidate(line, weight, bool(WRAPPER_LINES.search(text))))
+    if len(scored) > limit:
+        # keep the strongest lines, preferring later ones on ties (tracebacks end with the cause)
+        best = sorted(scored, key=lambda c: (c.score, c.line.index), reverse=True)[:limit]
+        scored = sorted(best, key=lambda c: c.line.index)
+    return scored
+
+
+_CUT_TAIL = re.compile(
+    r'^(?:File "[^"]{1,500}", line \d+|Traceback \(most recent call last\):?|\.\.\.|…|.*\bhit an exception:?'
+    r"(?: Traceback \(most recent call last\):?)?|The above exception was the direct cause.*|During handling.*)$"
+)
+
+
+def looks_cut(norm: Normalized) -> bool:
+    """True when the paste stops inside a traceback, before the exception line."""
+    if not norm.lines:
+        return False
+    tail = norm.lines[-3:]
+    last = tail[-1]
+    if _CUT_TAIL.match(last.text) or last.is_frame:
+        return True
+    if len(tail) >= 2 and tail[-2].is_frame:  # a frame followed by its source echo, then nothing
+        return not _EXCEPTION.match(last.text) and not _ERRORISH.search(last.text)
+    return False
+
+
+def has_failure_signal(norm: Normalized) -> bool:
+    """True when anything in the paste looks like a failure at all."""
+    previous: Line | None = None
+    for line in norm.lines:
+        if line_weight(line, previous) >= 1.5 or line.is_frame:
+            return True
+        previous = line
+    return False

@@ -1,0 +1,198 @@
+"""Turn a raw paste into clean lines: what the engine printed, without the layers around it.
+
+People paste through Slack (code fences, HTML entities, `>` quotes), terminals (ANSI colours,
+sometimes in caret form `^[[36m`), log shippers (timestamps, k8s and docker-compose prefixes) and
+multi-process engines (`(VllmWorker rank=1 pid=…)`, `[… TP3]`, `[rank6]:`). Patterns are written
+for the message itself, so every one of those layers is removed here, line by line. The original
+line is kept beside the clean one for display.
+
+All regexes here are linear-time in practice: no nested quantifiers, bounded repeats, and they
+run on single lines that are capped in length.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+MAX_CHARS = 200_000  # larger pastes keep their head and their tail (where tracebacks end)
+HEAD_CHARS = 40_000
+MAX_LINE = 4_000  # a longer line is cut: no engine message is that long
+MAX_LINES = 5_000
+
+_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+_ANSI = re.compile(r"\x1b\[[0-9;?]{0,20}[ -/]{0,3}[@-~]|\x1b[()][0-9A-Za-z]|\^\[\[[0-9;]{0,20}[A-Za-z]|\[[0-9]{1,3}(?:;[0-9]{1,3}){0,4}m")
+_FENCE = re.compile(r"```[a-zA-Z0-9_+-]{0,20}")
+_SLACK_LINK = re.compile(r"<((?:https?|mailto):[^|>\s]{1,2000})(?:\|([^>]{0,500}))?>")
+_QUOTE = re.compile(r"^(?:>|&gt;)\s?")
+_LEVEL_WORDS = "DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL|FATAL"
+
+# Each prefix pattern is tried at the start of a line; several may be stacked, so they are applied
+# repeatedly until none matches. Named group `level` records a log level when the prefix has one.
+_PREFIXES: list[re.Pattern[str]] = [
+    # editor / less line numbers in front of a bracketed log line: "16433 [2026-07-23 ..."
+    re.compile(r"^\d{1,7}\s+(?=\[)"),
+    # k8s / GKE shipper: "INFO 2025-03-30T23:51:21.299840450Z "
+    re.compile(rf"^(?P<level>{_LEVEL_WORDS})\s+\d{{4}}-\d\d-\d\dT[\d:.]{{6,20}}Z?\s+"),
+    re.compile(r"^\[resource\.labels\.[^\]]{1,80}\]\s*"),
+    # docker compose: "vllm-1  | "
+    re.compile(r"^[\w.-]{1,60}-\d{1,3}\s+\|\s?"),
+    # process tags: "(VllmWorker rank=1 pid=2978)", "(EngineCore_DP0 pid=12)", "(RayWorkerWrapper pid=4823, ip=…)"
+    re.compile(r"^\((?P<proc>[A-Za-z_][\w]{0,40})[^)\n]{0,120}?pid=\d+[^)\n]{0,80}\)\s*"),
+    re.compile(r"^\((?P<proc>APIServer|EngineCore\w{0,10}|VllmWorker\w{0,20}|Worker\w{0,10})\)\s*"),
+    # vLLM logger: "ERROR 10-14 12:32:47 multiproc_worker_utils.py:233] " / "INFO 05-13 10:46:43 [loggers.py:271] "
+    re.compile(
+        rf"^(?P<level>{_LEVEL_WORDS})\s+\d\d-\d\d\s+[\d:.]{{5,15}}\s+(?:\[[^\]\n]{{1,80}}\]|[\w./-]{{1,80}}:\d{{1,6}}\])\s?"
+    ),
+    # SGLang: "[2025-01-02 10:00:00 TP3] ", "[2025-06-23 15:07:01 DP2 TP2 EP2] ", or missing "["
+    re.compile(r"^\[?\d{4}-\d\d-\d\d[ T][\d:.,]{5,15}(?:\s+(?P<proc>(?:[A-Z]{1,4}\d{1,4}\s?){1,5}))?\]\s?"),
+    # python logging: "2026-06-07 10:59:31,659 [INFO] sglang.srt.managers.x: " / "2024-01-01 00:00:00,000 - name - ERROR - "
+    re.compile(rf"^\d{{4}}-\d\d-\d\d[ T][\d:.,]{{5,15}}\s+\[(?P<level>{_LEVEL_WORDS})\]\s+[\w.]{{1,120}}:\s"),
+    re.compile(rf"^\d{{4}}-\d\d-\d\d[ T][\d:.,]{{5,15}}\s+-\s+[\w.]{{1,80}}\s+-\s+(?P<level>{_LEVEL_WORDS})\s+-\s"),
+    # Ray C++: "[2025-02-11 21:50:49,831 E 4823 4823] logging.cc:460: "
+    re.compile(r"^\[\d{4}-\d\d-\d\d [\d:,.]{5,15} (?P<level>[IWEF]) \d+ \d+\] [\w.]{1,60}:\d{1,6}:\s?"),
+    # torch distributed: "[rank6]:[E207 10:00:00.123 ProcessGroupNCCL.cpp:1234] " and "[rank0]: "
+    re.compile(r"^\[rank\d{1,5}\]:\s?"),
+    re.compile(r"^\[(?P<level>[IWEF])\d{3,4} [\d:.]{5,20}(?: \d+)? [\w.]{1,80}:\d{1,6}\]\s?"),
+    # glog (Triton, TensorRT): "I0524 03:33:13.130393 2517 server.cc:677] "
+    re.compile(r"^(?P<level>[IWEF])\d{4} [\d:.]{5,20}\s+\d+\s+[\w.]{1,80}:\d{1,6}\]\s?"),
+    # TensorRT-LLM python logger timestamp: "[11/21/2024-10:26:10] "
+    re.compile(r"^\[\d\d/\d\d/\d{4}-[\d:]{5,8}\]\s?"),
+    # ISO or plain timestamps and dmesg: "2024-04-29T14:55:41,678628+02:00 ", "[  492.663352] "
+    re.compile(r"^\d{4}[-/]\d\d[-/]\d\d[ T][\d:.,]{5,20}(?:[+-]\d\d:?\d\d|Z)?\s+(?:\|\s*)?"),
+    re.compile(r"^\[\s{0,8}\d{1,9}\.\d{3,9}\]\s?"),
+    # syslog: "Jan 12 10:00:00 host kernel: "
+    re.compile(r"^[A-Z][a-z]{2}\s{1,2}\d{1,2} [\d:]{8} [\w.-]{1,80} [\w.\[\]-]{1,80}:\s"),
+    # bare level words some loggers print: "ERROR: ", "[ERROR] ", "E   "
+    re.compile(rf"^\[(?P<level>{_LEVEL_WORDS})\]\s"),
+    re.compile(rf"^(?P<level>{_LEVEL_WORDS}):\s{{1,8}}"),
+    # C++ backtrace frame numbers and addresses: "1       0x7f6ba0718329 "
+    re.compile(r"^#?\d{1,3}\s+0x[0-9a-fA-F]{4,16}\s+"),
+]
+
+# Frame lines of a Python traceback and the source echo after them carry no message of their own.
+_FRAME = re.compile(r'^File "[^"\n]{1,500}", line \d+')
+_CARETS = re.compile(r"^[\^~\s]{1,400}$")
+
+
+@dataclass(frozen=True, slots=True)
+class Line:
+    """One line of the paste: clean text, its original, and what its prefix told us."""
+
+    index: int
+    text: str
+    raw: str
+    level: str | None
+    process: str | None
+    is_frame: bool
+
+
+@dataclass(frozen=True, slots=True)
+class Normalized:
+    lines: tuple[Line, ...]
+    text: str  # clean lines joined with "\n"; patterns run over this
+    offsets: tuple[int, ...]  # start of each line in `text`
+    truncated: bool
+    original_chars: int
+
+    def line_at(self, offset: int) -> Line:
+        """The line that contains character `offset` of `text`."""
+        lo, hi = 0, len(self.offsets) - 1
+        while lo < hi:
+            mid = (lo + hi + 1) // 2
+            if self.offsets[mid] <= offset:
+                lo = mid
+            else:
+                hi = mid - 1
+        return self.lines[lo]
+
+
+def decode(data: bytes | str) -> str:
+    """Bytes from a file or a socket become text; invalid UTF-8 is replaced, never fatal."""
+    if isinstance(data, bytes):
+        return data.decode("utf-8", errors="replace")
+    return data
+
+
+def _unescape_slack(text: str) -> str:
+    text = _SLACK_LINK.sub(lambda m: m.group(2) or m.group(1), text)
+    return text.replace("&lt;", "<").replace("&gt;", ">").replace("&amp;", "&")
+
+
+def strip_prefixes(line: str) -> tuple[str, str | None, str | None]:
+    """Remove stacked log prefixes from one line; return (text, level, process)."""
+    level: str | None = None
+    process: str | None = None
+    for _ in range(8):
+        for pattern in _PREFIXES:
+            match = pattern.match(line)
+            if match and match.end() > 0:
+                groups = match.groupdict()
+                if groups.get("level"):
+                    level = _more_severe(level, _canonical_level(groups["level"]))
+                if groups.get("proc"):
+                    process = process or groups["proc"].strip()
+                line = line[match.end() :].lstrip()
+                break
+        else:
+            break
+    return line, level, process
+
+
+_SEVERITY = {"DEBUG": 0, "INFO": 1, "WARNING": 2, "ERROR": 3, "CRITICAL": 4, "FATAL": 4}
+
+
+def _more_severe(current: str | None, new: str) -> str:
+    if current is None or _SEVERITY.get(new, 0) > _SEVERITY.get(current, 0):
+        return new
+    return current
+
+
+def _canonical_level(word: str) -> str:
+    word = word.upper()
+    return {"I": "INFO", "W": "WARNING", "E": "ERROR", "F": "FATAL", "WARN": "WARNING"}.get(word, word)
+
+
+def normalize(data: bytes | str) -> Normalized:
+    """Clean a paste for matching. Never raises on any input; bounded in time by the caps above."""
+    text = decode(data)
+    original_chars = len(text)
+    truncated = False
+    if len(text) > MAX_CHARS:
+        text = text[:HEAD_CHARS] + "\n" + text[-(MAX_CHARS - HEAD_CHARS) :]
+        truncated = True
+    text = _CONTROL.sub("", text.replace("\r\n", "\n").replace("\r", "\n"))
+    text = _ANSI.sub("", text)
+    text = _FENCE.sub("\n", text)
+    text = _unescape_slack(text)
+
+    raw_lines = text.split("\n")
+    if len(raw_lines) > MAX_LINES:
+        keep_head = MAX_LINES // 5
+        raw_lines = raw_lines[:keep_head] + raw_lines[-(MAX_LINES - keep_head) :]
+        truncated = True
+
+    lines: list[Line] = []
+    offsets: list[int] = []
+    position = 0
+    for raw in raw_lines:
+        if len(raw) > MAX_LINE:
+            raw = raw[:MAX_LINE]
+            truncated = True
+        stripped = _QUOTE.sub("", raw.strip())
+        clean, level, process = strip_prefixes(stripped)
+        clean = clean.strip()
+        if not clean:
+            continue
+        lines.append(Line(len(lines), clean, raw, level, process, bool(_FRAME.match(clean))))
+        offsets.append(position)
+        position += len(clean) + 1
+    joined = "\n".join(line.text for line in lines)
+    return Normalized(tuple(lines), joined, tuple(offsets), truncated, original_chars)
+
+
+def is_source_echo(line: Line, previous: Line | None) -> bool:
+    """True for the code line Python prints under a frame, and for caret markers."""
+    if _CARETS.match(line.text):
+        return True
+    return previous is not None and previous.is_frame

@@ -1,0 +1,77 @@
+"""The CLI contracts other parts of the project and CI rely on."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from click.testing import CliRunner
+
+from bot.cli.main import cli
+
+OOM = "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of 79.15 GiB of which 1.06 GiB is free."
+
+
+def test_triage_json_from_stdin() -> None:
+    result = CliRunner().invoke(cli, ["triage", "-", "--json", "--no-record"], input=OOM)
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.output)
+    assert data["match"]["id"] == "generic.cuda_oom"
+    assert set(data["match"]) == {"id", "engine", "title", "confidence", "line", "values"}
+    assert isinstance(data["candidates"], list) and "recovery" in data["answer"]
+
+
+def test_triage_file_pretty(tmp_path: Path) -> None:
+    paste = tmp_path / "paste.log"
+    paste.write_bytes(OOM.encode() + b"\n\xff\x00")
+    result = CliRunner().invoke(cli, ["triage", str(paste), "--no-record"])
+    assert result.exit_code == 0, result.output
+    assert "generic.cuda_oom" in result.output
+
+
+def test_batch_jsonl(tmp_path: Path) -> None:
+    batch = tmp_path / "in.jsonl"
+    batch.write_text(
+        json.dumps({"case": "a", "text": OOM}) + "\n"
+        + json.dumps({"case": "b", "text": "lgtm, merging"}) + "\n"
+        + "not json\n",
+        encoding="utf-8",
+    )
+    result = CliRunner().invoke(cli, ["triage", "--jsonl", str(batch)])
+    assert result.exit_code == 0, result.output
+    rows = [json.loads(line) for line in result.output.splitlines()]
+    assert rows[0]["case"] == "a" and rows[0]["id"] == "generic.cuda_oom" and rows[0]["passive"] is True
+    assert set(rows[0]) == {"case", "id", "engine", "confidence", "passive"}
+    assert rows[1] == {"case": "b", "id": None, "engine": None, "confidence": 0.0, "passive": False}
+    assert "error" in rows[2]
+
+
+def test_kb_lint_passes_on_the_bundled_kb() -> None:
+    result = CliRunner().invoke(cli, ["kb", "lint", "--quiet"])
+    assert result.exit_code == 0, result.output
+    assert "0 error(s)" in result.output
+
+
+def test_faq_and_engines() -> None:
+    runner = CliRunner()
+    faq = runner.invoke(cli, ["faq", "what does gpu memory utilization mean"])
+    assert faq.exit_code == 0 and "gpu" in faq.output.lower()
+    engines = runner.invoke(cli, ["engines", "--json"])
+    data = json.loads(engines.output)
+    assert {"vllm", "sglang", "trtllm"} <= set(data["engines"])
+    assert len(data["dimensions"]) == 5
+
+
+def test_console_answers_a_piped_paste() -> None:
+    """The README's run command with no Slack credentials: a console on stdin."""
+    proc = subprocess.run(
+        [sys.executable, "-m", "bot", "serve"],
+        input=(OOM + "\n").encode(),
+        capture_output=True,
+        timeout=60,
+        env={"PATH": "/usr/bin:/bin", "COLUMNS": "200"},
+    )
+    assert proc.returncode == 0, proc.stderr.decode()
+    assert b"generic.cuda_oom" in proc.stdout
