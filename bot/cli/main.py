@@ -20,6 +20,8 @@ COMMANDS: dict[str, str] = {
     "serve": "bot.cli.serve_commands:serve",
     "db": "bot.cli.db_commands:db",
     "history": "bot.cli.history_commands:history",
+    "check": "bot.cli.health_commands:check",
+    "digest": "bot.cli.digest_commands:digest",
 }
 
 
