@@ -15,6 +15,7 @@ import yaml
 from jinja2 import TemplateSyntaxError
 from pydantic import ValidationError
 
+from bot.kb.regex import RegexError, compile_pattern
 from bot.kb.schema import (
     EngineInfo,
     FaqEntry,
@@ -24,7 +25,6 @@ from bot.kb.schema import (
     Signature,
     TaxonomyFile,
 )
-from bot.kb.regex import RegexError, compile_pattern
 from bot.templating import check_template
 
 DEFAULT_DIR = Path(__file__).resolve().parents[2] / "knowledge"
@@ -57,7 +57,7 @@ class _LineDict(dict):
     key_lines: dict[str, int]
 
 
-class _LineLoader(yaml.SafeLoader):
+class _LineLoader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # libyaml when available
     pass
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 import re2
 
 _OPTIONS = re2.Options()
@@ -10,6 +12,7 @@ _OPTIONS.log_errors = False
 RegexError = re2.error
 
 
+@lru_cache(maxsize=65536)
 def compile_pattern(pattern: str) -> re2._Regexp:
     """Compile with RE2 only (no backtracking fallback); raise RegexError on unsupported syntax."""
     return re2.compile(pattern, _OPTIONS)

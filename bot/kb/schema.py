@@ -66,6 +66,9 @@ class Signature(Strict):
     wrapper: bool = False
     priority: int = Field(default=0, ge=-100, le=100)
     passive: bool = True
+    # answer unprompted only when the paste shows this signature's engine: for messages that other
+    # software prints too (Open MPI launch errors, Ray actor deaths)
+    needs_engine: bool = False
     patterns: list[str] = Field(default_factory=list)
     messages: list[str] = Field(default_factory=list)
     examples: list[str] = Field(min_length=2)

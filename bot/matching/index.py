@@ -61,7 +61,9 @@ class CompiledKB:
     kb: KnowledgeBase
     signatures: list[Signature]
     entries: list[Entry]
-    sets: list[tuple[int, Any]]  # (offset of first entry, set)
+    sets: list[tuple[int, Any]]  # (offset of first entry, set) over signature patterns and clues
+    engine_entries: list[Entry]
+    engine_set: Any  # engine clues, run over the paste with its log prefixes kept
     choices: list[str]  # masked messages and examples
     choice_owner: list[int]
     postings: dict[str, list[int]] = field(default_factory=dict)
@@ -73,6 +75,12 @@ class CompiledKB:
         for offset, pattern_set in self.sets:
             found.extend(offset + i for i in (pattern_set.Match(text) or ()))
         return found
+
+    def scan_engines(self, prefixed: str) -> list[Entry]:
+        """Engine clues found in the paste, log prefixes included (they name the engine's processes)."""
+        if self.engine_set is None:
+            return []
+        return [self.engine_entries[i] for i in (self.engine_set.Match(prefixed) or ())]
 
     def prefilter(self, line_tokens: set[str], limit: int) -> list[int]:
         """The choices sharing the rarest words with the candidate lines, best first."""
@@ -89,10 +97,18 @@ class CompiledKB:
 
 
 def compile_kb(kb: KnowledgeBase) -> CompiledKB:
+    engine_entries = [
+        Entry("engine", -1, engine_id, clue.weight, compile_pattern(clue.pattern))
+        for engine_id, info in kb.engines.items()
+        for clue in info.detect
+    ]
+    engine_set = None
+    if engine_entries:
+        engine_set = new_search_set(SET_MAX_MEM)
+        for entry in engine_entries:
+            engine_set.Add(entry.regex.pattern)
+        engine_set.Compile()
     entries: list[Entry] = []
-    for engine_id, info in kb.engines.items():
-        for clue in info.detect:
-            entries.append(Entry("engine", -1, engine_id, clue.weight, compile_pattern(clue.pattern)))
     for index, sig in enumerate(kb.signatures):
         for pattern in sig.patterns:
             entries.append(Entry("pattern", index, "", 1.0, compile_pattern(pattern)))
@@ -118,7 +134,7 @@ def compile_kb(kb: KnowledgeBase) -> CompiledKB:
                 choices.append(masked)
                 owner.append(index)
 
-    compiled = CompiledKB(kb, list(kb.signatures), entries, sets, choices, owner)
+    compiled = CompiledKB(kb, list(kb.signatures), entries, sets, engine_entries, engine_set, choices, owner)
     postings: dict[str, list[int]] = defaultdict(list)
     for choice_index, text in enumerate(choices):
         for token in tokens(text):

@@ -15,6 +15,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Literal
 
+import numpy as np
 from rapidfuzz import fuzz, process
 
 from bot.kb.schema import ENGINES, Signature
@@ -30,6 +31,7 @@ EXPLICIT_FLOOR = 0.25
 FAMILY_THRESHOLD = 1.0
 FUZZY_MIN = 72.0
 PREFILTER_CHOICES = 48
+FUZZY_FULL_LENGTH = 40.0  # lines shorter than this get proportionally less credit
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,9 +74,12 @@ class MatchResult:
     def passive(self) -> bool:
         """Would the bot answer this message unprompted in a channel?"""
         p = self.primary
-        return bool(
-            p is not None and p.sig.passive and p.confidence >= PASSIVE_THRESHOLD and self.failure_signal
-        )
+        if p is None or not p.sig.passive or p.confidence < PASSIVE_THRESHOLD:
+            return False
+        if p.sig.needs_engine and self.engine != p.sig.engine:
+            return False
+        # a specific pattern is itself the failure signal; weaker evidence needs an error in sight
+        return p.how in ("pattern", "wrapper") or self.failure_signal
 
 
 class Matcher:
@@ -84,12 +89,10 @@ class Matcher:
         self.c = compiled
 
     # -- stages -----------------------------------------------------------------------------
-    def _detect_engine(self, fired: list[int]) -> tuple[str | None, dict[str, float]]:
+    def _detect_engine(self, norm: Normalized) -> tuple[str | None, dict[str, float]]:
         scores: dict[str, float] = defaultdict(float)
-        for i in fired:
-            entry = self.c.entries[i]
-            if entry.kind == "engine":
-                scores[entry.engine] += entry.weight
+        for entry in self.c.scan_engines(norm.prefixed):
+            scores[entry.engine] += entry.weight
         if not scores:
             return None, {}
         ranked = sorted(scores.items(), key=lambda kv: kv[1], reverse=True)
@@ -135,7 +138,14 @@ class Matcher:
         if not chosen:
             return {}
         choices = [self.c.choices[i] for i in chosen]
-        matrix = process.cdist(queries, choices, scorer=fuzz.token_set_ratio, workers=1)
+        matrix = process.cdist(queries, choices, scorer=fuzz.partial_ratio, workers=1)
+        # partial_ratio finds a short line inside any long message: scale by the shorter length so
+        # that "failed" alone cannot look like a perfect match
+        shorter = np.minimum.outer(
+            np.fromiter((len(q) for q in queries), dtype=np.float32, count=len(queries)),
+            np.fromiter((len(c) for c in choices), dtype=np.float32, count=len(choices)),
+        )
+        matrix = matrix * np.minimum(1.0, shorter / FUZZY_FULL_LENGTH)
         best: dict[int, tuple[float, Line]] = {}
         for qi, cand in enumerate(candidates):
             weight_penalty = 0.0 if not cand.wrapper else 15.0
@@ -162,7 +172,7 @@ class Matcher:
         confidence = 0.93 + 0.04 * max(fit, 0)
         if fit < 0:
             confidence -= 0.30
-        if line.level in ("INFO", "DEBUG"):
+        if line.level == "DEBUG":
             confidence -= 0.20
         if sig.wrapper:
             confidence = 0.84 if fit > 0 else (0.72 if fit == 0 else 0.5)
@@ -180,7 +190,7 @@ class Matcher:
     def match(self, text: str | bytes) -> MatchResult:
         norm = normalize(text)
         fired = self.c.scan(norm.text) if norm.text else []
-        engine, engine_scores = self._detect_engine(fired)
+        engine, engine_scores = self._detect_engine(norm)
         hits = self._hits(norm, fired)
         families = self._family_scores(norm, fired)
         gvalues = global_values(norm.text)
@@ -236,14 +246,13 @@ class Matcher:
                 fuzzy_ranked.append(
                     Scored(sig, "fuzzy", self._fuzzy_confidence(score), line, dict(gvalues))
                 )
-            if family_ranked:
-                primary = family_ranked[0]
-                if wrappers:
-                    others = [s for _, s in wrappers]
-            elif wrappers:
+            if wrappers:
+                # a wrapper names what died; the family (from frames) says which area to look at
                 primary = wrappers[0][1]
                 others = [s for _, s in wrappers[1:]]
                 incomplete = True
+            elif family_ranked:
+                primary = family_ranked[0]
             elif fuzzy_ranked and fuzzy_ranked[0].confidence >= EXPLICIT_FLOOR and not fuzzy_ranked[0].sig.wrapper:
                 primary = fuzzy_ranked[0]
 

@@ -45,7 +45,7 @@ _PREFIXES: list[re.Pattern[str]] = [
         rf"^(?P<level>{_LEVEL_WORDS})\s+\d\d-\d\d\s+[\d:.]{{5,15}}\s+(?:\[[^\]\n]{{1,80}}\]|[\w./-]{{1,80}}:\d{{1,6}}\])\s?"
     ),
     # SGLang: "[2025-01-02 10:00:00 TP3] ", "[2025-06-23 15:07:01 DP2 TP2 EP2] ", or missing "["
-    re.compile(r"^\[?\d{4}-\d\d-\d\d[ T][\d:.,]{5,15}(?:\s+(?P<proc>(?:[A-Z]{1,4}\d{1,4}\s?){1,5}))?\]\s?"),
+    re.compile(r"^\[?\d{4}-\d\d-\d\d[ T][\d:.,]{5,15}(?:Z|[+-]\d\d:?\d\d)?(?:\s+(?P<proc>(?:[A-Z]{1,4}\d{1,4}\s?){1,5}))?\]\s?"),
     # python logging: "2026-06-07 10:59:31,659 [INFO] sglang.srt.managers.x: " / "2024-01-01 00:00:00,000 - name - ERROR - "
     re.compile(rf"^\d{{4}}-\d\d-\d\d[ T][\d:.,]{{5,15}}\s+\[(?P<level>{_LEVEL_WORDS})\]\s+[\w.]{{1,120}}:\s"),
     re.compile(rf"^\d{{4}}-\d\d-\d\d[ T][\d:.,]{{5,15}}\s+-\s+[\w.]{{1,80}}\s+-\s+(?P<level>{_LEVEL_WORDS})\s+-\s"),
@@ -91,6 +91,7 @@ class Line:
 class Normalized:
     lines: tuple[Line, ...]
     text: str  # clean lines joined with "\n"; patterns run over this
+    prefixed: str  # the same lines with their log prefixes kept; engine clues run over this
     offsets: tuple[int, ...]  # start of each line in `text`
     truncated: bool
     original_chars: int
@@ -111,6 +112,10 @@ def decode(data: bytes | str) -> str:
     """Bytes from a file or a socket become text; invalid UTF-8 is replaced, never fatal."""
     if isinstance(data, bytes):
         return data.decode("utf-8", errors="replace")
+    try:
+        data.encode("utf-8")
+    except UnicodeEncodeError:  # lone surrogates from a broken client: replace them
+        return data.encode("utf-8", errors="replace").decode("utf-8")
     return data
 
 
@@ -188,7 +193,8 @@ def normalize(data: bytes | str) -> Normalized:
         offsets.append(position)
         position += len(clean) + 1
     joined = "\n".join(line.text for line in lines)
-    return Normalized(tuple(lines), joined, tuple(offsets), truncated, original_chars)
+    prefixed = "\n".join(line.raw for line in lines)
+    return Normalized(tuple(lines), joined, prefixed, tuple(offsets), truncated, original_chars)
 
 
 def is_source_echo(line: Line, previous: Line | None) -> bool:
