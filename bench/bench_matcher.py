@@ -110,9 +110,9 @@ def run(quick: bool = False) -> str:
         examples = [e for s in kb.signatures for e in (*s.messages, *s.examples)]
         for name, paste in pastes.items():
             triager.match(paste)  # warm caches
-            ours = _times(lambda p=paste: triager.match(p), repeat)
+            ours = _times(lambda p=paste, t=triager: t.match(p), repeat)
             reps = base_repeat if len(paste) < 10_000 or n < 1_000 else max(2, base_repeat // 3)
-            naive = _times(lambda p=paste: process.extractOne(p, examples, scorer=fuzz.partial_ratio), reps)
+            naive = _times(lambda p=paste, ex=examples: process.extractOne(p, ex, scorer=fuzz.partial_ratio), reps)
             rows.append((f"{kind} ({len(kb.signatures)})", name, _p(ours, 50), _p(ours, 99),
                          statistics.median(naive), statistics.median(naive) / max(_p(ours, 50), 1e-6), build_ms))
     lines = [

@@ -67,8 +67,12 @@ class MatchResult:
     nearest: list[Scored]  # runners-up, for "no known signature" and for context
     family_hint: Scored | None  # the family when the primary is only a wrapper
     incomplete: bool  # the paste holds only a wrapper or stops before its cause
-    failure_signal: bool
     global_values: dict[str, object]
+
+    @property
+    def failure_signal(self) -> bool:
+        """Does anything in the paste look like a failure? (computed only when a decision needs it)"""
+        return has_failure_signal(self.normalized)
 
     @property
     def passive(self) -> bool:
@@ -271,6 +275,5 @@ class Matcher:
             nearest=nearest,
             family_hint=family_hint,
             incomplete=incomplete,
-            failure_signal=has_failure_signal(norm),
             global_values=gvalues,
         )

@@ -11,6 +11,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+import re2
+
+from bot.kb.regex import compile_pattern
 from bot.text.normalize import Line, Normalized, is_source_echo
 
 MAX_CANDIDATES = 40
@@ -29,13 +32,13 @@ WRAPPER_LINES = re.compile(
 )
 
 _EXCEPTION = re.compile(r"^(?:[A-Za-z_][\w.]{0,120}\.)?[A-Z]\w{0,80}(?:Error|Exception|Exit|Interrupt|Warning|Failure)\b:?")
-_ERRORISH = re.compile(
+_ERRORISH_RE2 = compile_pattern(
     r"(?i)\b(?:error|exception|fail(?:ed|ure)?|assert(?:ion)?|abort(?:ed)?|fatal|panic|segmentation fault|sigsegv"
     r"|sigkill|killed|out of memory|oom|timed? ?out|timeout|not found|no such|cannot|could not|unable to"
     r"|not supported|unsupported|invalid|mismatch|illegal|refused|denied|undefined symbol|core dumped|exceeds?"
     r"|too (?:long|large|small|old)|insufficient|not enough|deadlock|hang|stuck|watchdog|traceback)\b"
 )
-_TRT_ERROR = re.compile(r"\[TensorRT-LLM\]\[(?:ERROR|WARNING)\]|\[TRT-LLM\] \[E\]|NCCL WARN|\[TRT\] \[E\]")
+_TRT_ERROR_RE2 = compile_pattern(r"\[TensorRT-LLM\]\[(?:ERROR|WARNING)\]|\[TRT-LLM\] \[E\]|NCCL WARN|\[TRT\] \[E\]")
 _NOISE = re.compile(
     r"^(?:Loading safetensors checkpoint shards|Capturing (?:CUDA graphs|batches)|\d{1,3}%\|)|it/s\]$"
     r"|^-{5,}$|^={5,}$|^\+[-+]{5,}\+?$"
@@ -49,34 +52,47 @@ class Candidate:
     wrapper: bool
 
 
-def line_weight(line: Line, previous: Line | None) -> float:
-    """How likely this line states a failure (0 = not at all)."""
-    text = line.text
-    if line.is_frame or is_source_echo(line, previous) or _NOISE.search(text):
-        return 0.0
-    score = 0.0
-    if _EXCEPTION.match(text):
-        score += 3.0
-    if _TRT_ERROR.search(text):
-        score += 3.0
-    if line.level in ("ERROR", "CRITICAL", "FATAL"):
-        score += 1.0
-    elif line.level == "WARNING":
-        score += 0.5
-    if _ERRORISH.search(text):
-        score += 1.5
-    if line.level in ("INFO", "DEBUG") and score < 3.0:
-        score *= 0.3
-    return score
+def _lines_hit(norm: Normalized, pattern: re2._Regexp) -> set[int]:
+    """Indexes of the lines where `pattern` occurs: one linear RE2 pass over the whole paste."""
+    return {norm.line_at(m.start()).index for m in pattern.finditer(norm.text)}
+
+
+class LineWeights:
+    """How likely each line states a failure (0 = not at all), computed for the whole paste at once."""
+
+    def __init__(self, norm: Normalized):
+        self.norm = norm
+        self._errorish = _lines_hit(norm, _ERRORISH_RE2) if norm.text else set()
+        self._trt = _lines_hit(norm, _TRT_ERROR_RE2) if norm.text else set()
+
+    def weight(self, line: Line, previous: Line | None) -> float:
+        text = line.text
+        if line.is_frame or is_source_echo(line, previous) or _NOISE.search(text):
+            return 0.0
+        score = 0.0
+        if _EXCEPTION.match(text):
+            score += 3.0
+        if line.index in self._trt:
+            score += 3.0
+        if line.level in ("ERROR", "CRITICAL", "FATAL"):
+            score += 1.0
+        elif line.level == "WARNING":
+            score += 0.5
+        if line.index in self._errorish:
+            score += 1.5
+        if line.level in ("INFO", "DEBUG") and score < 3.0:
+            score *= 0.3
+        return score
 
 
 def find_candidates(norm: Normalized, limit: int = MAX_CANDIDATES) -> list[Candidate]:
     """The lines most likely to state a failure, in paste order, distinct after trimming."""
+    weights = LineWeights(norm)
     scored: list[Candidate] = []
     seen: set[str] = set()
     previous: Line | None = None
     for line in norm.lines:
-        weight = line_weight(line, previous)
+        weight = weights.weight(line, previous)
         previous = line
         if weight <= 0.0:
             continue
@@ -107,15 +123,18 @@ def looks_cut(norm: Normalized) -> bool:
     if _CUT_TAIL.match(last.text) or last.is_frame:
         return True
     if len(tail) >= 2 and tail[-2].is_frame:  # a frame followed by its source echo, then nothing
-        return not _EXCEPTION.match(last.text) and not _ERRORISH.search(last.text)
+        return not _EXCEPTION.match(last.text) and not _ERRORISH_RE2.search(last.text)
     return False
 
 
 def has_failure_signal(norm: Normalized) -> bool:
     """True when anything in the paste looks like a failure at all."""
+    if any(line.is_frame for line in norm.lines):
+        return True
+    weights = LineWeights(norm)
     previous: Line | None = None
     for line in norm.lines:
-        if line_weight(line, previous) >= 1.5 or line.is_frame:
+        if weights.weight(line, previous) >= 1.5:
             return True
         previous = line
     return False

@@ -9,30 +9,63 @@ from __future__ import annotations
 
 import re
 
+from bot.kb.regex import compile_pattern
+
 _NUMBER = re.compile(r"^[+-]?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?$")
 
 # name -> regex with one group; the first occurrence in the paste wins
-_GLOBALS: dict[str, re.Pattern[str]] = {
-    "model": re.compile(
+_GLOBAL_SOURCES: dict[str, str] = {
+    "model": (
         r"(?:--model(?:-path)?[= ]|\bmodel(?:_path)?=['\"]|\bvllm serve\s+|trtllm-serve(?: serve)?\s+)"
         r"(?P<v>[A-Za-z0-9_./~:-]{2,200})"
     ),
-    "tp_size": re.compile(r"(?:--tensor-parallel-size|--tp-size|--tp_size|--tp|\btensor_parallel_size=|\btp_size=)[= ](?P<v>\d{1,3})\b"),
-    "pp_size": re.compile(r"(?:--pipeline-parallel-size|--pp-size|--pp_size|--pp|\bpipeline_parallel_size=|\bpp_size=)[= ](?P<v>\d{1,3})\b"),
-    "port": re.compile(r"--port[= ](?P<v>\d{2,5})\b"),
-    "cli_gpu_memory_utilization": re.compile(r"(?:--gpu-memory-utilization[= ]|\bgpu_memory_utilization=)(?P<v>0?\.\d+|1(?:\.0+)?)\b"),
-    "cli_mem_fraction_static": re.compile(r"(?:--mem-fraction-static[= ]|\bmem_fraction_static=)(?P<v>0?\.\d+|1(?:\.0+)?)\b"),
-    "cli_max_model_len": re.compile(r"(?:--max-model-len[= ]|\bmax_model_len=)(?P<v>\d{2,8})\b"),
-    "engine_dir": re.compile(r"--engine[_-]dir[= ](?P<v>[A-Za-z0-9_./~-]{1,300})"),
+    "tp_size": r"(?:--tensor-parallel-size|--tp-size|--tp_size|--tp|\btensor_parallel_size|\btp_size)\s?[= ]\s?(?P<v>\d{1,3})\b",
+    "pp_size": r"(?:--pipeline-parallel-size|--pp-size|--pp_size|--pp|\bpipeline_parallel_size|\bpp_size)\s?[= ]\s?(?P<v>\d{1,3})\b",
+    "port": r"--port[= ](?P<v>\d{2,5})\b",
+    "cli_gpu_memory_utilization": r"(?:--gpu-memory-utilization[= ]|\bgpu_memory_utilization=)(?P<v>0?\.\d+|1(?:\.0+)?)\b",
+    "cli_mem_fraction_static": r"(?:--mem-fraction-static[= ]|\bmem_fraction_static=)(?P<v>0?\.\d+|1(?:\.0+)?)\b",
+    "cli_max_model_len": r"(?:--max-model-len[= ]|\bmax_model_len=)(?P<v>\d{2,8})\b",
+    "engine_dir": r"--engine[_-]dir[= ](?P<v>[A-Za-z0-9_./~-]{1,300})",
 }
 
 
+_GLOBALS = {name: compile_pattern(source) for name, source in _GLOBAL_SOURCES.items()}
+
+
+class IntText(int):
+    """An int that prints as the paste wrote it ('1,024'), and computes like an int."""
+
+    text: str
+
+    def __new__(cls, value: int, text: str) -> IntText:
+        obj = super().__new__(cls, value)
+        obj.text = text
+        return obj
+
+    def __str__(self) -> str:
+        return self.text
+
+
+class FloatText(float):
+    """A float that prints as the paste wrote it ('550.120', '0.90'), and computes like a float."""
+
+    text: str
+
+    def __new__(cls, value: float, text: str) -> FloatText:
+        obj = super().__new__(cls, value)
+        obj.text = text
+        return obj
+
+    def __str__(self) -> str:
+        return self.text
+
+
 def coerce(value: str) -> object:
-    """'1,024' -> 1024, '0.90' -> 0.9, anything else stays a string."""
+    """'1,024' -> 1024, '0.90' -> 0.9 (printing as written), anything else stays a string."""
     text = value.strip()
     if _NUMBER.match(text):
         plain = text.replace(",", "")
-        return float(plain) if "." in plain else int(plain)
+        return FloatText(float(plain), text) if "." in plain else IntText(int(plain), text)
     return text
 
 

@@ -124,23 +124,35 @@ def _unescape_slack(text: str) -> str:
     return text.replace("&lt;", "<").replace("&gt;", ">").replace("&amp;", "&")
 
 
+def _combine(patterns: list[re.Pattern[str]]) -> re.Pattern[str]:
+    """One alternation of every prefix pattern, tried in order by the C engine in a single call."""
+    parts = []
+    for number, pattern in enumerate(patterns):
+        source = pattern.pattern.removeprefix("^")
+        source = source.replace("(?P<level>", f"(?P<level_{number}>").replace("(?P<proc>", f"(?P<proc_{number}>")
+        parts.append(f"(?:{source})")
+    return re.compile("^(?:" + "|".join(parts) + ")")
+
+
+_ANY_PREFIX = _combine(_PREFIXES)
+
+
 def strip_prefixes(line: str) -> tuple[str, str | None, str | None]:
     """Remove stacked log prefixes from one line; return (text, level, process)."""
     level: str | None = None
     process: str | None = None
     for _ in range(8):
-        for pattern in _PREFIXES:
-            match = pattern.match(line)
-            if match and match.end() > 0:
-                groups = match.groupdict()
-                if groups.get("level"):
-                    level = _more_severe(level, _canonical_level(groups["level"]))
-                if groups.get("proc"):
-                    process = process or groups["proc"].strip()
-                line = line[match.end() :].lstrip()
-                break
-        else:
+        match = _ANY_PREFIX.match(line)
+        if not match or match.end() == 0:
             break
+        for name, value in match.groupdict().items():
+            if not value:
+                continue
+            if name.startswith("level"):
+                level = _more_severe(level, _canonical_level(value))
+            elif process is None:
+                process = value.strip()
+        line = line[match.end() :].lstrip()
     return line, level, process
 
 
