@@ -225,14 +225,20 @@ class Matcher:
         specific.sort(key=lambda kv: kv[0], reverse=True)
         wrappers.sort(key=lambda kv: kv[0], reverse=True)
 
+        # families rank by priority first (the fallback family is the last resort), then by evidence
         family_ranked: list[Scored] = []
-        for sig_index, (score, clues) in sorted(families.items(), key=lambda kv: kv[1][0], reverse=True):
+        ranked_families = sorted(
+            families.items(), key=lambda kv: (sigs[kv[0]].priority, kv[1][0]), reverse=True
+        )
+        for sig_index, (score, clues) in ranked_families:
             sig = sigs[sig_index]
             if not sig.is_family or score < FAMILY_THRESHOLD:
                 continue
             family_ranked.append(
                 Scored(sig, "evidence", self._family_confidence(score), None, dict(gvalues), clues)
             )
+        # an area the frames point to says more than a wrapper; a generic crash or client error does not
+        strong_family = next((f for f in family_ranked if f.sig.priority >= 0), None)
 
         primary: Scored | None = None
         others: list[Scored] = []
@@ -250,8 +256,11 @@ class Matcher:
                 fuzzy_ranked.append(
                     Scored(sig, "fuzzy", self._fuzzy_confidence(score), line, dict(gvalues))
                 )
-            if wrappers:
-                # a wrapper names what died; the family (from frames) says which area to look at
+            if wrappers and strong_family is not None:
+                primary = strong_family
+                others = [s for _, s in wrappers]
+            elif wrappers:
+                # a wrapper names what died; a weak family (from frames) says where to look
                 primary = wrappers[0][1]
                 others = [s for _, s in wrappers[1:]]
                 incomplete = True
