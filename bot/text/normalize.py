@@ -124,17 +124,25 @@ def _unescape_slack(text: str) -> str:
     return text.replace("&lt;", "<").replace("&gt;", ">").replace("&amp;", "&")
 
 
-def _combine(patterns: list[re.Pattern[str]]) -> re.Pattern[str]:
-    """One alternation of every prefix pattern, tried in order by the C engine in a single call."""
+def _combine(patterns: list[re.Pattern[str]]) -> tuple[re.Pattern[str], dict[str, tuple[str | None, str | None]]]:
+    """One alternation of every prefix pattern, tried in order by the C engine in a single call.
+
+    Each alternative is wrapped in a group `a<N>`; `lastgroup` names the one that matched, and the
+    table gives its level and process group names, so no other group is inspected.
+    """
     parts = []
+    table: dict[str, tuple[str | None, str | None]] = {}
     for number, pattern in enumerate(patterns):
         source = pattern.pattern.removeprefix("^")
+        level = f"level_{number}" if "(?P<level>" in source else None
+        proc = f"proc_{number}" if "(?P<proc>" in source else None
         source = source.replace("(?P<level>", f"(?P<level_{number}>").replace("(?P<proc>", f"(?P<proc_{number}>")
-        parts.append(f"(?:{source})")
-    return re.compile("^(?:" + "|".join(parts) + ")")
+        parts.append(f"(?P<a{number}>{source})")
+        table[f"a{number}"] = (level, proc)
+    return re.compile("^(?:" + "|".join(parts) + ")"), table
 
 
-_ANY_PREFIX = _combine(_PREFIXES)
+_ANY_PREFIX, _PREFIX_GROUPS = _combine(_PREFIXES)
 
 
 def strip_prefixes(line: str) -> tuple[str, str | None, str | None]:
@@ -145,13 +153,11 @@ def strip_prefixes(line: str) -> tuple[str, str | None, str | None]:
         match = _ANY_PREFIX.match(line)
         if not match or match.end() == 0:
             break
-        for name, value in match.groupdict().items():
-            if not value:
-                continue
-            if name.startswith("level"):
-                level = _more_severe(level, _canonical_level(value))
-            elif process is None:
-                process = value.strip()
+        level_group, proc_group = _PREFIX_GROUPS[match.lastgroup or ""]
+        if level_group and match.group(level_group):
+            level = _more_severe(level, _canonical_level(match.group(level_group)))
+        if proc_group and process is None and match.group(proc_group):
+            process = match.group(proc_group).strip()
         line = line[match.end() :].lstrip()
     return line, level, process
 
