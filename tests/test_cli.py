@@ -75,3 +75,22 @@ def test_console_answers_a_piped_paste() -> None:
     )
     assert proc.returncode == 0, proc.stderr.decode()
     assert b"generic.cuda_oom" in proc.stdout
+
+
+def test_single_triage_is_recorded_and_listed(tmp_path: Path, monkeypatch) -> None:
+    """`triage` records its match (source cli); `history --json` lists it; --no-record skips it."""
+    url = f"sqlite:///{tmp_path / 'h.sqlite3'}"
+    monkeypatch.setenv("DATABASE_URL", url)
+    monkeypatch.setenv("TRIAGE_SPOOL_PATH", str(tmp_path / "spool.jsonl"))
+    monkeypatch.chdir(tmp_path)
+    runner = CliRunner()
+    assert runner.invoke(cli, ["triage", "-", "--json"], input=OOM).exit_code == 0
+    assert runner.invoke(cli, ["triage", "-", "--json"], input=OOM).exit_code == 0
+    assert runner.invoke(cli, ["triage", "-", "--json", "--no-record"], input=OOM).exit_code == 0
+    listed = runner.invoke(cli, ["history", "--json"])
+    assert listed.exit_code == 0, listed.output
+    incidents = json.loads(listed.output)
+    incidents = incidents["incidents"] if isinstance(incidents, dict) else incidents
+    assert len(incidents) == 1
+    assert incidents[0]["signature_id"] == "generic.cuda_oom"
+    assert incidents[0]["occurrence_count"] == 2

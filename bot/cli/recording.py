@@ -1,21 +1,46 @@
-"""Record a CLI triage in the incident history when the history store is available."""
+"""Record a CLI triage in the incident history (source `cli`), as the Slack surfaces do."""
 
 from __future__ import annotations
 
 import logging
 
+import click
+
 from bot.answer import Answer
 
 log = logging.getLogger(__name__)
 
+CLI_TARGET = "cli"
 
-def record_cli_answer(answer: Answer, file_name: str) -> None:
-    """Best effort: the history is optional for a CLI user; failing to record must not fail triage."""
-    try:
-        from bot.history import record_answer  # type: ignore[attr-defined]
-    except ImportError:
+
+def record_cli_answer(answer: Answer) -> None:
+    """Best effort: the answer is already printed, so a history problem is a warning, not a failure."""
+    if answer.match is None:
         return
+    m = answer.match
     try:
-        record_answer(answer, source="cli", channel=None, user=None, excerpt=answer.match.line if answer.match else "")
+        from bot.history import Observation, open_store
+        from bot.history.migrate import upgrade
+        from bot.settings import Settings
+
+        upgrade(Settings.from_env().database_url)
+        store = open_store()
+        result = store.record(
+            Observation(
+                signature_id=m.id,
+                engine=m.engine,
+                target=CLI_TARGET,
+                severity=m.severity,
+                source="cli",
+                excerpt=m.line,
+                confidence=m.confidence,
+                values=m.values,
+            )
+        )
     except Exception as exc:
-        log.warning("could not record the triage in the history: %s", exc)
+        click.echo(f"warning: not recorded in the history ({exc})", err=True)
+        return
+    if result.spooled:
+        click.echo("note: the database is unreachable; the record waits in the local spool", err=True)
+    elif not result.is_new:
+        click.echo(f"seen before: incident #{result.incident_id}, {result.occurrence_count} occurrences", err=True)

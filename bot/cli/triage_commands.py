@@ -44,7 +44,7 @@ def triage(file: IO[bytes] | None, as_json: bool, jsonl: IO[str] | None, no_reco
     if not no_record and answer.match is not None:
         from bot.cli.recording import record_cli_answer
 
-        record_cli_answer(answer, file_name=getattr(file, "name", "-"))
+        record_cli_answer(answer)
 
 
 def _batch(triager, stream: IO[str]) -> None:

@@ -1,0 +1,71 @@
+"""Engine and session factory from a database URL, tuned per backend.
+
+SQLite: WAL (readers never block the writer), a 30 s busy timeout, foreign keys on, and every
+write transaction begun with BEGIN IMMEDIATE so it takes the write lock up front (a deferred
+transaction that reads then writes can fail with "database is locked" without waiting); reads
+opened with the READ_ONLY execution option use a plain BEGIN and never block the writer.
+PostgreSQL: psycopg 3, pre-ping (a restarted server leaves dead pooled connections) and a short
+connect timeout so an unreachable server sends records to the spool quickly.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy import Engine, create_engine, event
+from sqlalchemy.engine import make_url
+from sqlalchemy.orm import Session, sessionmaker
+
+from bot.settings import Settings
+
+READ_ONLY = "triage_read_only"
+"""Execution option: this transaction only reads (SQLite then skips the write lock)."""
+
+
+def normalize_url(url: str) -> str:
+    """Accept the URLs people paste (postgres://, postgresql://) and use the psycopg 3 driver."""
+    for prefix in ("postgres://", "postgresql://"):
+        if url.startswith(prefix):
+            return "postgresql+psycopg://" + url[len(prefix) :]
+    return url
+
+
+def make_engine(url: str | None = None, **kwargs: Any) -> Engine:
+    url = normalize_url(url or Settings.from_env().database_url)
+    backend = make_url(url).get_backend_name()
+    if backend == "sqlite":
+        connect_args = {"timeout": 30.0, "check_same_thread": False, **kwargs.pop("connect_args", {})}
+        engine = create_engine(url, connect_args=connect_args, **kwargs)
+        _tune_sqlite(engine)
+        return engine
+    if backend == "postgresql":
+        connect_args = {"connect_timeout": 5, **kwargs.pop("connect_args", {})}
+        kwargs.setdefault("pool_pre_ping", True)
+        return create_engine(url, connect_args=connect_args, **kwargs)
+    return create_engine(url, **kwargs)
+
+
+def _tune_sqlite(engine: Engine) -> None:
+    @event.listens_for(engine, "connect")
+    def _on_connect(dbapi_connection: Any, _record: Any) -> None:
+        dbapi_connection.isolation_level = None  # SQLAlchemy emits BEGIN itself (below)
+        cursor = dbapi_connection.cursor()
+        if engine.url.database not in (None, "", ":memory:"):
+            cursor.execute("PRAGMA journal_mode=WAL")
+            cursor.execute("PRAGMA synchronous=NORMAL")
+        cursor.execute("PRAGMA foreign_keys=ON")
+        cursor.execute("PRAGMA busy_timeout=30000")
+        cursor.close()
+
+    @event.listens_for(engine, "begin")
+    def _on_begin(connection: Any) -> None:
+        read_only = connection.get_execution_options().get(READ_ONLY, False)
+        connection.exec_driver_sql("BEGIN" if read_only else "BEGIN IMMEDIATE")
+
+
+def make_session_factory(engine: Engine) -> sessionmaker[Session]:
+    return sessionmaker(engine, expire_on_commit=False)
+
+
+def session_factory_from_url(url: str | None = None, **kwargs: Any) -> sessionmaker[Session]:
+    return make_session_factory(make_engine(url, **kwargs))

@@ -1,0 +1,81 @@
+"""Alembic environment: the history models' metadata, and the URL from DATABASE_URL.
+
+A caller may pass an open connection in `config.attributes["connection"]` (tests, `db upgrade`
+inside a transaction) or a URL in `config.attributes["url"]`; otherwise Settings decides.
+SQLite runs in batch mode, because it cannot ALTER most things in place.
+"""
+
+from __future__ import annotations
+
+import logging.config
+
+from alembic import context
+from sqlalchemy import Connection
+
+from bot.history.db import make_engine
+from bot.history.models import Base, UTCDateTime
+from bot.settings import Settings
+
+config = context.config
+if config.config_file_name is not None and not config.attributes.get("skip_logging"):
+    logging.config.fileConfig(config.config_file_name, disable_existing_loggers=False)
+
+target_metadata = Base.metadata
+
+
+def _render_item(kind: str, obj: object, _context: object) -> str | bool:
+    """Autogenerate writes the portable column type, so migrations never import the models."""
+    if kind == "type" and isinstance(obj, UTCDateTime):
+        return "sa.DateTime(timezone=True)"
+    return False
+
+
+def _include_object(obj: object, name: str | None, kind: str, reflected: bool, compare_to: object) -> bool:
+    """Leave alone tables in the database that these models do not define: other parts of the bot
+    keep theirs in the same database (the Slack outbox), and autogenerate must not drop them."""
+    return not (kind == "table" and reflected and compare_to is None)
+
+
+def _configure(connection: Connection) -> None:
+    context.configure(
+        connection=connection,
+        target_metadata=target_metadata,
+        render_as_batch=connection.dialect.name == "sqlite",
+        compare_type=True,
+        render_item=_render_item,
+        include_object=_include_object,
+    )
+
+
+def run_migrations_offline() -> None:
+    context.configure(
+        url=config.attributes.get("url") or Settings.from_env().database_url,
+        target_metadata=target_metadata,
+        literal_binds=True,
+        dialect_opts={"paramstyle": "named"},
+    )
+    with context.begin_transaction():
+        context.run_migrations()
+
+
+def run_migrations_online() -> None:
+    connection = config.attributes.get("connection")
+    if connection is not None:
+        _configure(connection)
+        with context.begin_transaction():
+            context.run_migrations()
+        return
+    engine = make_engine(config.attributes.get("url") or Settings.from_env().database_url)
+    try:
+        with engine.connect() as connection:
+            _configure(connection)
+            with context.begin_transaction():
+                context.run_migrations()
+    finally:
+        engine.dispose()
+
+
+if context.is_offline_mode():
+    run_migrations_offline()
+else:
+    run_migrations_online()

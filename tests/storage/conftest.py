@@ -1,0 +1,140 @@
+"""Fixtures that run every storage test on SQLite and on PostgreSQL.
+
+PostgreSQL is the server at TRIAGE_TEST_PG_URL (default 127.0.0.1:5432, database `test`, user
+postgres, trust auth; `.ci/run` starts it). Each test run works in a schema of its own, named
+after the process and a random suffix and dropped at the end, so parallel runs and other users
+of the database never collide. When the server is unreachable the PostgreSQL cases skip and say
+why; the SQLite cases still run.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import sqlite3
+from collections.abc import Callable, Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+from urllib.parse import quote
+
+import pytest
+from sqlalchemy import Engine, create_engine, text
+from sqlalchemy.exc import OperationalError
+
+from bot.history import HistoryStore, Spool
+from bot.history.db import make_engine, make_session_factory
+from bot.history.models import Base
+
+PG_URL = os.environ.get("TRIAGE_TEST_PG_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/test")
+TABLES = ", ".join(table.name for table in Base.metadata.sorted_tables)
+
+
+def with_schema(url: str, schema: str) -> str:
+    """The URL with search_path set to `schema`, so models, Alembic and subprocesses all use it."""
+    sep = "&" if "?" in url else "?"
+    return f"{url}{sep}options={quote(f'-csearch_path={schema}')}"
+
+
+def _pg_problem() -> str | None:
+    engine = create_engine(PG_URL, connect_args={"connect_timeout": 2})
+    try:
+        with engine.connect() as connection:
+            connection.execute(text("select 1"))
+        return None
+    except Exception as error:
+        return str(getattr(error, "orig", error)).strip().splitlines()[0]
+    finally:
+        engine.dispose()
+
+
+@pytest.fixture(scope="session")
+def pg_admin() -> Iterator[Engine]:
+    problem = _pg_problem()
+    if problem:
+        pytest.skip(
+            f"PostgreSQL unreachable at {PG_URL} ({problem}); "
+            "start it (.ci/run does) or set TRIAGE_TEST_PG_URL"
+        )
+    engine = create_engine(PG_URL, isolation_level="AUTOCOMMIT")
+    yield engine
+    engine.dispose()
+
+
+@pytest.fixture(scope="session")
+def new_pg_schema(pg_admin: Engine) -> Iterator[Callable[[], str]]:
+    """A factory of fresh, empty schemas (as URLs); all are dropped at the end of the run."""
+    created: list[str] = []
+
+    def make() -> str:
+        schema = f"triage_test_{os.getpid()}_{secrets.token_hex(4)}"
+        with pg_admin.connect() as connection:
+            connection.execute(text(f'CREATE SCHEMA "{schema}"'))
+        created.append(schema)
+        return with_schema(PG_URL, schema)
+
+    yield make
+    with pg_admin.connect() as connection:
+        for schema in created:
+            connection.execute(text(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE'))
+
+
+@pytest.fixture(scope="session")
+def pg_tables_url(new_pg_schema: Callable[[], str]) -> str:
+    """One schema with the tables, shared by the run's tests (emptied before each)."""
+    url = new_pg_schema()
+    engine = make_engine(url)
+    Base.metadata.create_all(engine)
+    engine.dispose()
+    return url
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def db_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """A database URL with the history tables, empty."""
+    if request.param == "sqlite":
+        url = f"sqlite:///{tmp_path / 'history.sqlite3'}"
+        engine = make_engine(url)
+        Base.metadata.create_all(engine)
+        engine.dispose()
+        return url
+    url = request.getfixturevalue("pg_tables_url")
+    engine = make_engine(url)
+    with engine.begin() as connection:
+        connection.execute(text(f"TRUNCATE {TABLES} RESTART IDENTITY CASCADE"))
+    engine.dispose()
+    return url
+
+
+@pytest.fixture
+def engine(db_url: str) -> Iterator[Engine]:
+    engine = make_engine(db_url)
+    yield engine
+    engine.dispose()
+
+
+@pytest.fixture
+def spool(tmp_path: Path) -> Spool:
+    return Spool(tmp_path / "spool.jsonl", max_records=100, max_bytes=1 << 20)
+
+
+@pytest.fixture
+def store(engine: Engine, spool: Spool) -> HistoryStore:
+    return HistoryStore(make_session_factory(engine), spool=spool, retry_after=0)
+
+
+@pytest.fixture
+def now() -> datetime:
+    return datetime.now(UTC)
+
+
+class Switch:
+    """A session factory that can be made to fail like a database that went away."""
+
+    def __init__(self, factory: Callable[[], object]) -> None:
+        self.factory = factory
+        self.down = False
+
+    def __call__(self) -> object:
+        if self.down:
+            raise OperationalError("connect", None, sqlite3.OperationalError("unable to open database file"))
+        return self.factory()

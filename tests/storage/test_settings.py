@@ -1,0 +1,45 @@
+"""Storage settings come from the environment over `.env`, typed and validated at start-up."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+
+from bot.settings import Settings, SettingsError
+
+
+def test_defaults_are_a_local_sqlite_file_and_a_six_hour_window(tmp_path: Path) -> None:
+    settings = Settings.from_env({}, env_file=tmp_path / "missing.env")
+    assert settings.database_url == "sqlite:///triage-bot.sqlite3"
+    assert settings.dedup_window == timedelta(hours=6)
+    assert settings.retention_days == 90
+    assert settings.spool_max_records == 10_000
+
+
+def test_environment_wins_over_env_file(tmp_path: Path) -> None:
+    env_file = tmp_path / ".env"
+    env_file.write_text(
+        "# comment\nexport DATABASE_URL='postgresql://u@h/db'\nTRIAGE_DEDUP_WINDOW_HOURS=2 # inline\n"
+        "TRIAGE_SPOOL_PATH=/var/spool/triage.jsonl\n"
+    )
+    settings = Settings.from_env({"TRIAGE_DEDUP_WINDOW_HOURS": "0.5"}, env_file=env_file)
+    assert settings.database_url == "postgresql://u@h/db"
+    assert settings.dedup_window == timedelta(minutes=30)
+    assert settings.spool_path == Path("/var/spool/triage.jsonl")
+
+
+@pytest.mark.parametrize(
+    ("name", "value"),
+    [
+        ("TRIAGE_DEDUP_WINDOW_HOURS", "six"),
+        ("TRIAGE_DEDUP_WINDOW_HOURS", "0"),
+        ("TRIAGE_RETENTION_DAYS", "-1"),
+        ("TRIAGE_RETENTION_DAYS", "1e9"),
+        ("TRIAGE_SPOOL_MAX_RECORDS", "0"),
+    ],
+)
+def test_bad_values_fail_naming_the_variable(name: str, value: str, tmp_path: Path) -> None:
+    with pytest.raises(SettingsError, match=name):
+        Settings.from_env({name: value}, env_file=None)
