@@ -14,7 +14,7 @@ import platform
 import sys
 from pathlib import Path
 
-MODULES = ["bench.bench_matcher", "bench.bench_storage"]
+MODULES = ["bench.bench_matcher", "bench.bench_storage", "bench.bench_slack", "bench.bench_health"]
 
 
 def machine() -> str:

@@ -7,7 +7,7 @@ read more. Rendering the recovery happens here, once, in the Jinja2 sandbox.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any
 
 from jinja2 import TemplateError
@@ -100,7 +100,7 @@ class Answer:
                 "commands": self.commands,
                 "faq": self.faq,
                 "docs": self.docs,
-                "protocol": asdict(self.protocol) if self.protocol else None,
+                "protocol": self.protocol.model_dump() if self.protocol else None,
                 "incomplete": self.incomplete,
                 "note": self.note,
                 "family": self.family.to_dict() if self.family else None,

@@ -1,4 +1,4 @@
-"""Alembic environment: the history models' metadata, and the URL from DATABASE_URL.
+"""Alembic environment: the metadata of every table the bot owns, and the URL from DATABASE_URL.
 
 A caller may pass an open connection in `config.attributes["connection"]` (tests, `db upgrade`
 inside a transaction) or a URL in `config.attributes["url"]`; otherwise Settings decides.
@@ -15,12 +15,14 @@ from sqlalchemy import Connection
 from bot.history.db import make_engine
 from bot.history.models import Base, UTCDateTime
 from bot.settings import Settings
+from bot.slack.store import metadata as slack_metadata
 
 config = context.config
 if config.config_file_name is not None and not config.attributes.get("skip_logging"):
     logging.config.fileConfig(config.config_file_name, disable_existing_loggers=False)
 
-target_metadata = Base.metadata
+# every table the bot owns: the history's models and the Slack adapter's outbox and shares
+target_metadata = [Base.metadata, slack_metadata]
 
 
 def _render_item(kind: str, obj: object, _context: object) -> str | bool:
@@ -31,8 +33,8 @@ def _render_item(kind: str, obj: object, _context: object) -> str | bool:
 
 
 def _include_object(obj: object, name: str | None, kind: str, reflected: bool, compare_to: object) -> bool:
-    """Leave alone tables in the database that these models do not define: other parts of the bot
-    keep theirs in the same database (the Slack outbox), and autogenerate must not drop them."""
+    """Leave alone tables in the database that the bot does not define (a shared database may hold
+    other applications' tables), so autogenerate never proposes dropping them."""
     return not (kind == "table" and reflected and compare_to is None)
 
 

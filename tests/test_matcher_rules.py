@@ -68,3 +68,11 @@ def test_json_contract(triager: Triager) -> None:
     assert set(data) == {"match", "candidates", "answer"}
     assert set(data["match"]) == {"id", "engine", "title", "confidence", "line", "values"}
     assert 0.0 <= data["match"]["confidence"] <= 1.0
+
+
+def test_family_answer_serialises_with_its_protocol(triager: Triager) -> None:
+    import json
+
+    paste = 'Traceback (most recent call last):\n  File "/usr/lib/python3/site-packages/vllm/lora/models.py", line 3\nKeyError: "w"'
+    data = json.loads(json.dumps(triager.triage(paste).to_dict()))
+    assert data["answer"]["protocol"]["confirm"] == ["Run without --enable-lora."]

@@ -1,0 +1,149 @@
+"""The digest as Slack Block Kit, from a sandboxed Jinja2 template, kept within Slack's limits.
+
+The template is a file in this package, compiled once; what reaches it is data only (numbers,
+engine and signature names), and every `{{ value }}` is escaped for mrkdwn by the environment's
+`finalize` hook, so no name from an engine or a paste is ever rendered as a template or as a
+mention. Long lists are cut to fit: a section holds at most 3,000 characters, a message at most
+50 blocks, and Slack rejects about 12,000 characters of block text in one message.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+from jinja2 import FileSystemLoader, StrictUndefined
+from jinja2.sandbox import ImmutableSandboxedEnvironment
+
+from bot.digest.builder import Digest
+from bot.health.alerts import escape
+
+TEMPLATES = Path(__file__).with_name("templates")
+SECTION_MAX = 3000
+HEADER_MAX = 150
+MAX_BLOCKS = 50
+TOTAL_TEXT_MAX = 12_000
+CONTEXT_MAX_ELEMENTS = 10
+FIELDS_MAX = 10
+FIELD_MAX = 2000
+LIST_MAX = 15  # rows per list section
+
+
+def _finalize(value: Any) -> Any:
+    return escape(value) if isinstance(value, str) else value
+
+
+@lru_cache(maxsize=1)
+def environment() -> ImmutableSandboxedEnvironment:
+    return ImmutableSandboxedEnvironment(
+        loader=FileSystemLoader(str(TEMPLATES)), autoescape=False, undefined=StrictUndefined,
+        finalize=_finalize, trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=False,
+    )
+
+
+def duration(seconds: float | None) -> str:
+    if seconds is None:
+        return "n/a"
+    if seconds < 120:
+        return f"{seconds:.0f} s"
+    if seconds < 7200:
+        return f"{seconds / 60:.0f} min"
+    if seconds < 172_800:
+        return f"{seconds / 3600:.1f} h"
+    return f"{seconds / 86400:.1f} d"
+
+
+def change(ratio: float | None) -> str:
+    if ratio is None:
+        return "no comparison"
+    arrow = "▲" if ratio > 0 else "▼" if ratio < 0 else "="
+    return f"{arrow} {abs(ratio) * 100:.0f}%"
+
+
+def context(d: Digest) -> dict[str, Any]:
+    n, p = d.numbers, d.previous
+    return {
+        "n": n, "p": p,
+        "trend_incidents": change(d.trend(n.incidents, p.incidents)),
+        "trend_mttr": change(d.trend(n.mttr_seconds, p.mttr_seconds)),
+        "mtta": duration(n.mtta_seconds), "mttr": duration(n.mttr_seconds),
+        "by_engine": n.by_engine[:LIST_MAX],
+        "top": d.top_signatures,
+        "times": [{"signature_id": t.signature_id, "mtta": duration(t.mtta_s), "mttr": duration(t.mttr_s),
+                   "resolved": t.resolved} for t in d.times[:LIST_MAX]],
+        "uptime": [{"engine": u.engine, "checks": u.checks, "down": u.down,
+                    "percent": "n/a" if u.ratio is None else f"{u.ratio * 100:.2f}%"}
+                   for u in sorted(n.uptime, key=lambda u: (u.ratio if u.ratio is not None else 2.0, u.engine))[:LIST_MAX]],
+    }
+
+
+def _clip(text: str, limit: int) -> str:
+    if len(text) <= limit:
+        return text
+    cut = text[: limit - 2]
+    cut = cut[: cut.rfind("\n")] if "\n" in cut else cut
+    return cut + "\n…"
+
+
+def digest_title(d: Digest) -> str:
+    return f"Weekly digest: {d.days[0]:%a %d %b} – {d.days[-1]:%a %d %b %Y}" if d.days else "Weekly digest"
+
+
+def digest_blocks(d: Digest, *, chart_note: bool = True) -> list[dict[str, Any]]:
+    text = environment().get_template("digest.mrkdwn.j2").render(**context(d))
+    sections = [s.strip() for s in text.split("@@section@@") if s.strip()]
+    blocks: list[dict[str, Any]] = [
+        {"type": "header", "text": {"type": "plain_text", "text": digest_title(d)[:HEADER_MAX], "emoji": True}},
+    ]
+    budget = TOTAL_TEXT_MAX - 500
+    for section in sections:
+        body = _clip(section, min(SECTION_MAX, max(200, budget)))
+        budget -= len(body)
+        blocks.append({"type": "section", "text": {"type": "mrkdwn", "text": body}})
+        blocks.append({"type": "divider"})
+    notes = [f"{d.start:%Y-%m-%d %H:%M} – {d.end:%Y-%m-%d %H:%M} UTC ({escape(d.timezone)} days)"]
+    if chart_note:
+        notes.append("chart in the thread")
+    blocks.append({"type": "context", "elements": [{"type": "mrkdwn", "text": t} for t in notes]})
+    return blocks[:MAX_BLOCKS]
+
+
+def digest_text(d: Digest) -> str:
+    """The notification fallback text."""
+    n = d.numbers
+    return f"{digest_title(d)}: {n.incidents} incidents, {n.new} new, {n.recurring} recurring, MTTR {duration(n.mttr_seconds)}"
+
+
+def limit_problems(blocks: list[dict[str, Any]], *, max_blocks: int = MAX_BLOCKS) -> list[str]:
+    """Every Block Kit limit a message breaks (empty when Slack would accept it)."""
+    problems: list[str] = []
+    if len(blocks) > max_blocks:
+        problems.append(f"{len(blocks)} blocks (max {max_blocks})")
+    total = 0
+    for i, block in enumerate(blocks):
+        kind = block.get("type")
+        text = (block.get("text") or {}).get("text", "")
+        total += len(text)
+        if kind == "header" and len(text) > HEADER_MAX:
+            problems.append(f"block {i}: header text {len(text)} > {HEADER_MAX}")
+        if kind == "section":
+            if len(text) > SECTION_MAX:
+                problems.append(f"block {i}: section text {len(text)} > {SECTION_MAX}")
+            fields = block.get("fields") or []
+            if len(fields) > FIELDS_MAX:
+                problems.append(f"block {i}: {len(fields)} fields > {FIELDS_MAX}")
+            for f in fields:
+                total += len(f.get("text", ""))
+                if len(f.get("text", "")) > FIELD_MAX:
+                    problems.append(f"block {i}: field text > {FIELD_MAX}")
+        if kind == "context":
+            elements = block.get("elements") or []
+            if len(elements) > CONTEXT_MAX_ELEMENTS:
+                problems.append(f"block {i}: {len(elements)} context elements > {CONTEXT_MAX_ELEMENTS}")
+            total += sum(len(e.get("text", "")) for e in elements)
+        if len(block.get("block_id", "")) > 255:
+            problems.append(f"block {i}: block_id > 255")
+    if total > TOTAL_TEXT_MAX:
+        problems.append(f"{total} characters of block text (Slack rejects about {TOTAL_TEXT_MAX})")
+    return problems

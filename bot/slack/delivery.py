@@ -1,0 +1,254 @@
+"""Send what the bot owes Slack; keep what Slack did not take in the outbox and send it later.
+
+`Delivery.call` makes one Web API call through the configured client (which already retried
+429s after their Retry-After, 5xx and dropped connections). If the call still fails for a
+reason that passes (rate limit, Slack or the network down) the call is stored in the outbox and
+`None` is returned; the sweeper (`Delivery.sweep`, run on a timer by `start_sweeper`) sends it
+later. A permanent refusal (`not_in_channel`, `channel_not_found`, …) is not retried: it is
+logged and returned to the caller, which may tell the user. A message Slack rejects for its
+blocks is sent again as text only, so the user still gets the answer.
+
+When the outbox itself cannot be written (the database is away too), the call waits in a small
+in-memory queue that the sweeper also drains: nothing is dropped while the process lives, and
+anything dropped past the queue's bound is logged at ERROR.
+"""
+
+from __future__ import annotations
+
+import collections
+import logging
+import threading
+import time
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+from urllib.error import URLError
+
+from slack_sdk import WebClient
+from slack_sdk.errors import SlackApiError, SlackRequestError
+from slack_sdk.web import SlackResponse
+
+from bot.slack.client import webhook_client
+from bot.slack.config import SlackConfig
+from bot.slack.store import OutboxItem, SlackStore
+
+log = logging.getLogger(__name__)
+
+TRANSIENT_ERRORS = frozenset({
+    "ratelimited", "rate_limited", "internal_error", "fatal_error", "service_unavailable", "request_timeout",
+    "team_added_to_org",
+})
+MEMORY_QUEUE_MAX = 1000
+NOT_KEPT = frozenset({"views.open"})  # its trigger_id expires in seconds: a later retry cannot succeed
+RESPONSE_URL = "response_url"
+UPLOAD = "files_upload_v2"  # getUploadURLExternal → upload → completeUploadExternal
+
+
+@dataclass(frozen=True)
+class Failure:
+    """A call Slack refused for good (not retried)."""
+
+    error: str
+
+    def __bool__(self) -> bool:
+        return False
+
+
+def _error_of(exc: Exception) -> tuple[str, bool, float | None]:
+    """(error text, transient?, Retry-After seconds)."""
+    if isinstance(exc, SlackApiError):
+        response = exc.response
+        status = getattr(response, "status_code", 200)
+        error = str(response.get("error", "")) if hasattr(response, "get") else ""
+        retry_after = None
+        headers = getattr(response, "headers", {}) or {}
+        for name, value in headers.items():
+            if name.lower() == "retry-after":
+                raw = value[0] if isinstance(value, list) else value
+                try:
+                    retry_after = float(raw)
+                except (TypeError, ValueError):
+                    retry_after = None
+        transient = status == 429 or status >= 500 or error in TRANSIENT_ERRORS
+        return f"{status} {error}".strip(), transient, retry_after
+    if isinstance(exc, URLError | OSError | TimeoutError | SlackRequestError):
+        return f"{type(exc).__name__}: {exc}", True, None
+    return f"{type(exc).__name__}: {exc}", False, None
+
+
+class Delivery:
+    """Web API calls and response_url posts, with the outbox behind them."""
+
+    def __init__(self, config: SlackConfig, store: SlackStore | None, client: WebClient):
+        self.config = config
+        self.store = store
+        self.client = client
+        self._memory: collections.deque[tuple[str, dict[str, Any]]] = collections.deque()
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    # -- sending ---------------------------------------------------------------------------
+
+    def call(self, method: str, client: WebClient | None = None, **kwargs: Any) -> SlackResponse | Failure | None:
+        """Send now; on a passing failure keep it for later and return None; on refusal a Failure."""
+        try:
+            return self._send(method, kwargs, client)
+        except Exception as exc:
+            error, transient, retry_after = _error_of(exc)
+            if transient and method not in NOT_KEPT:
+                self._keep(method, kwargs, error, retry_after)
+                return None
+            if error.endswith("invalid_blocks") and kwargs.get("blocks"):
+                log.error("Slack rejected the blocks of a %s (%s); sending the text only", method, error)
+                fallback = {k: v for k, v in kwargs.items() if k != "blocks"}
+                return self.call(method, client, **fallback)
+            log.error("Slack refused %s to %s: %s", method, kwargs.get("channel") or kwargs.get("user_id"), error)
+            return Failure(error.split(" ", 1)[-1])
+
+    def post(self, channel: str, message_kwargs: dict[str, Any], thread_ts: str | None = None,
+             client: WebClient | None = None) -> SlackResponse | Failure | None:
+        kwargs = {"channel": channel, **message_kwargs}
+        if thread_ts:
+            kwargs["thread_ts"] = thread_ts
+        # never let Slack turn @names or #channels in our text into live links
+        kwargs.setdefault("link_names", False)
+        kwargs.setdefault("unfurl_links", False)
+        kwargs.setdefault("unfurl_media", False)
+        return self.call("chat.postMessage", client, **kwargs)
+
+    def upload(self, channel: str, thread_ts: str | None, filename: str, content: str, title: str,
+               client: WebClient | None = None) -> SlackResponse | Failure | None:
+        """Share a text file in a channel (thread), e.g. the full answer when the message had to be cut."""
+        kwargs: dict[str, Any] = {"channel": channel, "filename": filename, "content": content, "title": title}
+        if thread_ts:
+            kwargs["thread_ts"] = thread_ts
+        return self.call(UPLOAD, client, **kwargs)
+
+    def respond(self, response_url: str, body: dict[str, Any]) -> bool:
+        """POST to a response_url (ephemeral replies to commands and clicks); kept on failure."""
+        try:
+            self._send(RESPONSE_URL, {"url": response_url, "body": body}, None)
+            return True
+        except Exception as exc:
+            error, transient, retry_after = _error_of(exc)
+            if transient:
+                self._keep(RESPONSE_URL, {"url": response_url, "body": body}, error, retry_after)
+            else:
+                log.error("response_url refused the reply: %s", error)
+            return False
+
+    def _send(self, method: str, kwargs: dict[str, Any], client: WebClient | None) -> SlackResponse:
+        if method == RESPONSE_URL:
+            response = webhook_client(self.config, kwargs["url"]).send_dict(kwargs["body"])
+            if response.status_code == 429 or response.status_code >= 500:
+                raise SlackRequestError(f"response_url answered {response.status_code}")
+            if response.status_code >= 400:
+                raise ValueError(f"response_url answered {response.status_code}: {response.body[:200]}")
+            return response  # type: ignore[return-value]
+        client = client or self.client
+        if method == UPLOAD:
+            return client.files_upload_v2(**kwargs)
+        json_methods = {"chat.postMessage", "chat.postEphemeral", "chat.update", "views.publish", "views.open"}
+        if method in json_methods:
+            return client.api_call(method, json=kwargs)
+        return client.api_call(method, params=kwargs)
+
+    def _keep(self, method: str, kwargs: dict[str, Any], error: str, retry_after: float | None) -> None:
+        if self.store is not None:
+            try:
+                row = self.store.add(method, kwargs, error, delay=retry_after or 0.0)
+                log.warning("Slack did not take %s (%s): kept in the outbox as #%s", method, error, row)
+                return
+            except Exception as store_error:
+                log.error("the outbox is unavailable (%s); keeping %s in memory", store_error, method)
+        with self._lock:
+            if len(self._memory) >= MEMORY_QUEUE_MAX:
+                dropped = self._memory.popleft()
+                log.error("in-memory outbox full: dropped the oldest %s", dropped[0])
+            self._memory.append((method, kwargs))
+
+    # -- retrying --------------------------------------------------------------------------
+
+    def sweep(self, limit: int = 50, now: datetime | None = None) -> int:
+        """Retry what is due (by `now`, default the present); return how many calls landed."""
+        landed = 0
+        with self._lock:
+            memory = list(self._memory)
+            self._memory.clear()
+        for method, kwargs in memory:
+            try:
+                self._send(method, kwargs, None)
+                landed += 1
+            except Exception as exc:
+                error, transient, retry_after = _error_of(exc)
+                if transient:
+                    self._keep(method, kwargs, error, retry_after)
+                else:
+                    log.error("gave up %s from the in-memory outbox: %s", method, error)
+        if self.store is None:
+            return landed
+        try:
+            items = self.store.claim_due(limit, now)
+        except Exception as exc:
+            log.warning("cannot read the outbox (%s); will try again", exc)
+            return landed
+        for item in items:
+            landed += self._retry(item)
+        return landed
+
+    def _retry(self, item: OutboxItem) -> int:
+        assert self.store is not None
+        try:
+            self._send(item.method, dict(item.payload), None)
+        except Exception as exc:
+            error, transient, retry_after = _error_of(exc)
+            if transient:
+                state = self.store.retry_later(item, error, retry_after)
+                if state == "dead":
+                    log.error("outbox #%s (%s) given up after %s tries: %s", item.id, item.method,
+                              item.attempts + 1, error)
+            else:
+                log.error("outbox #%s (%s) refused by Slack: %s", item.id, item.method, error)
+                self.store.give_up(item, error)
+            return 0
+        self.store.sent(item.id)
+        log.info("outbox #%s (%s) delivered after %s tries", item.id, item.method, item.attempts + 1)
+        return 1
+
+    def start_sweeper(self) -> None:
+        """Retry the outbox every `outbox_interval_s` in a daemon thread."""
+        if self._thread is not None:
+            return
+
+        def loop() -> None:
+            while not self._stop.wait(self.config.outbox_interval_s):
+                try:
+                    self.sweep()
+                except Exception:  # the sweeper must outlive any one bad row
+                    log.exception("outbox sweep failed")
+
+        self._thread = threading.Thread(target=loop, name="slack-outbox", daemon=True)
+        self._thread.start()
+
+    def stop(self, timeout: float = 5.0) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout)
+            self._thread = None
+
+    def pending_in_memory(self) -> int:
+        with self._lock:
+            return len(self._memory)
+
+
+def wait_for_outbox(delivery: Delivery, timeout: float = 10.0, now: datetime | None = None) -> bool:
+    """Sweep until nothing is pending (tests and shutdown); `now` moves the clock past the backoff."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        delivery.sweep(now=now)
+        pending = delivery.pending_in_memory() + (delivery.store.pending() if delivery.store else 0)
+        if not pending:
+            return True
+        time.sleep(0.1)
+    return False

@@ -1,0 +1,93 @@
+"""HTTP mode: `/slack/events` (bolt's WSGI adapter) and `/healthz`, served by waitress.
+
+Why waitress: the bolt app is synchronous, so a WSGI server is its natural host (an ASGI server
+would run it in a thread pool anyway); waitress is a production server in pure Python with no
+fork and no C build, it runs in-process in a thread (so the tests and the benchmark drive the
+same server that production runs), and it bounds request bodies, connections and threads.
+gunicorn forks workers and cannot run inside a test process; uvicorn would need an ASGI wrapper
+around a synchronous app.
+
+`/healthz` answers from memory only (no database, no Slack, no matching), so a load balancer's
+probe can never be slowed by a storm of large pastes.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from slack_bolt.adapter.wsgi import SlackRequestHandler
+
+from bot.slack.app import SlackBot
+
+log = logging.getLogger(__name__)
+
+EVENTS_PATH = "/slack/events"
+HEALTH_PATH = "/healthz"
+MAX_BODY = 5 * 1024 * 1024  # Slack's payloads are far smaller; anything bigger is not from Slack
+
+
+def wsgi_app(bot: SlackBot) -> Callable[[dict[str, Any], Callable[..., Any]], Iterable[bytes]]:
+    slack = SlackRequestHandler(bot.app, path=EVENTS_PATH)
+
+    def app(environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
+        path = environ.get("PATH_INFO", "")
+        if path == HEALTH_PATH and environ.get("REQUEST_METHOD") in ("GET", "HEAD"):
+            body = json.dumps({"ok": True, "mode": "http", "jobs_in_flight": bot.deps.executor.in_flight,
+                               "outbox_in_memory": bot.delivery.pending_in_memory()}).encode()
+            start_response("200 OK", [("Content-Type", "application/json"), ("Content-Length", str(len(body))),
+                                      ("Cache-Control", "no-store")])
+            return [body]
+        return slack(environ, start_response)
+
+    return app
+
+
+class HttpServer:
+    """A waitress server for the app, on a thread or in the foreground."""
+
+    def __init__(self, bot: SlackBot, host: str = "0.0.0.0", port: int = 3000, threads: int = 8):
+        from waitress import create_server
+
+        self.bot = bot
+        self.server = create_server(wsgi_app(bot), host=host, port=port, threads=threads, ident="triage-bot",
+                                    max_request_body_size=MAX_BODY, clear_untrusted_proxy_headers=True,
+                                    channel_timeout=60)
+        self._thread: threading.Thread | None = None
+
+    @property
+    def url(self) -> str:
+        host = self.server.effective_host
+        return f"http://{'127.0.0.1' if host in ('0.0.0.0', '') else host}:{self.server.effective_port}"
+
+    def start(self) -> HttpServer:
+        self._thread = threading.Thread(target=self.server.run, name="triage-http", daemon=True)
+        self._thread.start()
+        return self
+
+    def serve_forever(self) -> None:
+        log.info("serving Slack's HTTP endpoints on %s%s (health: %s)", self.url, EVENTS_PATH, HEALTH_PATH)
+        self.server.run()
+
+    def stop(self, timeout: float = 5.0) -> None:
+        """Close every connection from inside the server's own loop (closing sockets from another thread
+        races its select()), then stop the worker threads."""
+        if self._thread is None:
+            self.server.close()
+            return
+        closed = threading.Event()
+
+        def close_all() -> None:  # the server's own close() also closes the trigger: the loop then ends
+            for dispatcher in list(self.server._map.values()):
+                if dispatcher is not self.server.trigger:
+                    dispatcher.close()
+            closed.set()
+
+        self.server.trigger.pull_trigger(close_all)
+        closed.wait(timeout)
+        self.server.task_dispatcher.shutdown(timeout=timeout)
+        self._thread.join(timeout)
+        self._thread = None

@@ -1,0 +1,62 @@
+"""One module per Slack surface; each exposes `register(app, deps)`.
+
+Every listener acks at once and does its work in a lazy function (bolt runs it on the app's
+executor after the ack), so Slack gets its answer well within 3 seconds whatever the work costs:
+file downloads, the database, Slack calls. A new surface is one new module added to SURFACES.
+"""
+
+from __future__ import annotations
+
+import importlib
+import logging
+from collections.abc import Callable
+from functools import wraps
+from typing import Any
+
+from slack_bolt import Ack, App
+
+log = logging.getLogger(__name__)
+
+SURFACES = ("messages", "mentions", "slash_command", "shortcuts", "actions", "views", "home")
+
+
+def ack_now(ack: Ack) -> None:
+    """The whole ack path: nothing slow may run before it."""
+    ack()
+
+
+def logged(func: Callable[..., None]) -> Callable[..., None]:
+    """Log a lazy listener's failure with its name (bolt's own log line omits the traceback)."""
+
+    @wraps(func)
+    def wrapper(*args: Any, **kwargs: Any) -> None:
+        try:
+            func(*args, **kwargs)
+        except Exception:
+            log.exception("%s failed", func.__name__)
+
+    return wrapper
+
+
+def register_all(app: App, deps: Any) -> None:
+    for name in SURFACES:
+        importlib.import_module(f"bot.slack.listeners.{name}").register(app, deps)
+
+
+def post_answer(deps: Any, client: Any, channel: str, thread_ts: str | None, message: Any,
+                incident_id: int | None, engine: str | None, full_text: Callable[[], str] | None = None) -> Any:
+    """Post an answer in a channel and remember it, so Resolved and repeats can find it later.
+
+    When the message had to be cut to fit Slack's limits, the whole answer follows in the thread
+    as a text file (`full_text` renders it), so nothing the bot knows is withheld.
+    """
+    response = deps.delivery.post(channel, message.kwargs(), thread_ts=thread_ts, client=client)
+    if response and incident_id is not None and deps.history is not None:
+        try:
+            deps.history.record_posted(channel, response["ts"], "answer", incident_id, engine)
+        except Exception as exc:
+            log.warning("could not remember the posted answer: %s", exc)
+    if response and message.cut and full_text is not None:
+        deps.delivery.upload(channel, thread_ts or response["ts"], "triage-answer.txt", full_text(),
+                             "The full answer", client=client)
+    return response

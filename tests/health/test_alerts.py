@@ -1,0 +1,77 @@
+"""Alerts through slack_sdk against the local Slack stand-in: one message, edited in place, resolved in its thread."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+from slack_sdk import WebClient
+
+from bot.health.alerts import Alert, SlackNotifier, alert_blocks, escape
+from bot.health.config import parse_engines
+from bot.health.monitor import HealthMonitor
+from bot.testing.fake_engines import Mode
+from bot.testing.slack_standin import BOT_TOKEN, SlackStandin
+from tests.health.conftest import FAST, engine_entry
+
+
+def test_alert_lifecycle_through_the_web_api(fakes, store) -> None:
+    fake = fakes.add("vllm", name="llama-prod", mode=Mode.KV_SATURATED, **FAST)
+    config = parse_engines({"engines": [engine_entry(fake, model="meta-llama/Llama-3.1-8B-Instruct")]})
+    with SlackStandin() as slack:
+        notifier = SlackNotifier(WebClient(token=BOT_TOKEN, base_url=slack.api_url), "C0ALERTS")
+        monitor = HealthMonitor(config, store=store, notifier=notifier)
+        try:
+            for _ in range(2):
+                monitor.run_once_sync()
+            posted = slack.wait_for("chat.postMessage", 1)
+            assert len(posted) == 1 and posted[0]["channel"] == "C0ALERTS"
+            assert "KV cache is saturated: 98% used" in posted[0]["text"]
+            blocks_text = str(posted[0]["blocks"])
+            assert "health.kv_cache_saturated" in blocks_text  # the signature id is always shown
+            assert "--gpu-memory-utilization" in blocks_text  # the vLLM recovery, not another engine's
+            assert "meta-llama/Llama-3.1-8B-Instruct" in blocks_text
+            fake.set_mode(Mode.HEALTHY)
+            for _ in range(2):
+                monitor.run_once_sync()
+        finally:
+            monitor.close()
+        updates = slack.bodies("chat.update")
+        posts = slack.bodies("chat.postMessage")
+    ts = posted[0].get("ts", None)
+    assert len(updates) == 1 and "Resolved" in updates[0]["text"]
+    assert len(posts) == 2, "the alert, then the resolution in its thread"
+    assert posts[1]["thread_ts"] == updates[0]["ts"]
+    assert ts is None or updates[0]["ts"] == ts
+
+
+def test_alert_text_is_escaped_and_within_limits() -> None:
+    opened = datetime(2025, 6, 2, 9, 0, tzinfo=UTC)
+    alert = Alert(engine="evil", kind="vllm", state="down", signature_id="health.engine_down", title="Engine is down",
+                  message="engine evil is down: /health HTTP 503 <!channel> <https://x|click>", severity="critical",
+                  opened_at=opened, recovery="$ vllm serve <model>\n" + "x" * 5000, faq="f" * 2500)
+    for a in (alert, alert.resolved(opened + timedelta(minutes=7), "healthy again")):
+        blocks = alert_blocks(a)
+        text = str(blocks)
+        assert "<!channel>" not in text and "&lt;!channel&gt;" in text
+        for block in blocks:
+            if block["type"] == "section":
+                assert len(block["text"]["text"]) <= 3000
+            if block["type"] == "context":
+                assert len(block["elements"]) <= 10
+    assert escape("a<b>&c") == "a&lt;b&gt;&amp;c"
+
+
+def test_a_failed_post_is_retried_while_the_incident_stays_open(fakes, store) -> None:
+    fake = fakes.add("sglang", name="qwen", mode=Mode.HTTP_503, **FAST)
+    config = parse_engines({"engines": [engine_entry(fake)]})
+    with SlackStandin() as slack:
+        slack.fail("chat.postMessage", status=200, times=1, error="channel_not_found")
+        notifier = SlackNotifier(WebClient(token=BOT_TOKEN, base_url=slack.api_url), "C0ALERTS")
+        monitor = HealthMonitor(config, store=store, notifier=notifier)
+        try:
+            for _ in range(3):
+                monitor.run_once_sync()
+        finally:
+            monitor.close()
+        posts = slack.bodies("chat.postMessage")
+    assert len(posts) == 1, "posted exactly once, on the check after the failure"

@@ -1,0 +1,217 @@
+"""Exactly once per slot across replicas: two schedulers on one PostgreSQL, then a take-over.
+
+Mirrors reliability.md §7 #5 (leader failover: runs per slot exactly 1, slots missed 0) at test
+scale: a 1 s interval, two real schedulers (each with its own dedicated lock connection) in one
+process, the leader stopped half-way. Also: misfire grace is set deliberately, and SQLite runs
+one scheduler per database file.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import secrets
+import threading
+import time
+from collections import Counter
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+
+from bot.scheduler import (
+    LocalCoordinator,
+    PostgresCoordinator,
+    SchedulerConfigError,
+    SchedulerSettings,
+    TriageScheduler,
+    default_jobs,
+    slot_of,
+)
+
+PG_DSN = os.environ.get("TRIAGE_TEST_PG_DSN", "postgresql://postgres@127.0.0.1:5432/test")
+
+
+def _pg_or_skip() -> None:
+    try:
+        import psycopg
+
+        psycopg.connect(PG_DSN, connect_timeout=2).close()
+    except Exception as exc:
+        pytest.skip(f"PostgreSQL unreachable at {PG_DSN} ({str(exc).splitlines()[0]}); start it or set TRIAGE_TEST_PG_DSN")
+
+
+@pytest.fixture
+def pg_schema():
+    _pg_or_skip()
+    import psycopg
+
+    schema = f"triage_sched_{os.getpid()}_{secrets.token_hex(3)}"
+    with psycopg.connect(PG_DSN, autocommit=True) as conn:
+        conn.execute(f'CREATE SCHEMA "{schema}"')
+    yield schema
+    with psycopg.connect(PG_DSN, autocommit=True) as conn:
+        conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
+
+
+def _replica(name: str, schema: str, log: list[tuple[str, datetime]], lock: threading.Lock) -> TriageScheduler:
+    def job() -> None:
+        with lock:
+            log.append((name, datetime.now(UTC)))
+
+    settings = SchedulerSettings(check_interval_s=1)
+    coordinator = PostgresCoordinator(PG_DSN, schema=schema, poll_s=0.2, runner_id=name)
+    return TriageScheduler(coordinator, default_jobs(settings, check=job, digest=None, prune=None))
+
+
+def test_two_schedulers_run_each_check_once_and_one_takes_over(pg_schema: str) -> None:
+    log: list[tuple[str, datetime]] = []
+    lock = threading.Lock()
+    a = _replica("A", pg_schema, log, lock)
+    b = _replica("B", pg_schema, log, lock)
+    a.start()
+    time.sleep(0.3)  # A is leader first, so the hand-over below is from A to B
+    b.start()
+    try:
+        time.sleep(4.2)
+        a.shutdown()  # closes A's lock connection: the server releases the advisory lock
+        stopped_at = datetime.now(UTC)
+        time.sleep(4.2)
+    finally:
+        a.shutdown()
+        b.shutdown()
+    runs = [("A", slot) for _, slot in a.runs] + [("B", slot) for _, slot in b.runs]
+    slots = Counter(slot for _, slot in runs)
+    assert all(n == 1 for n in slots.values()), f"a slot ran twice: {slots}"
+    ordered = sorted(slots)
+    gaps = [(x, y) for x, y in itertools.pairwise(ordered) if y - x != timedelta(seconds=1)]
+    assert not gaps, f"slots were missed around the take-over: {gaps}"
+    a_slots = [s for r, s in runs if r == "A"]
+    b_slots = [s for r, s in runs if r == "B"]
+    assert len(a_slots) >= 3 and len(b_slots) >= 3
+    assert max(a_slots) < min(b_slots) <= stopped_at + timedelta(seconds=1.5), "B took over within a slot"
+    # the claim rows agree with what ran
+    import psycopg
+
+    with psycopg.connect(PG_DSN) as conn:
+        claimed = conn.execute(f'SELECT runner, count(*) FROM "{pg_schema}".triage_scheduler_runs GROUP BY runner').fetchall()
+    assert dict(claimed) == {"A": len(a_slots), "B": len(b_slots)}
+    assert len(log) == len(runs)
+
+
+def test_a_leader_that_loses_its_lock_connection_stops_running_jobs(pg_schema: str) -> None:
+    import psycopg
+
+    ran: list[datetime] = []
+    coordinator = PostgresCoordinator(PG_DSN, schema=pg_schema, poll_s=5, runner_id="solo")
+    scheduler = TriageScheduler(coordinator, default_jobs(SchedulerSettings(check_interval_s=1),
+                                                          check=lambda: ran.append(datetime.now(UTC)), digest=None, prune=None))
+    scheduler.start()
+    try:
+        time.sleep(1.5)
+        assert coordinator.is_leader()
+        with psycopg.connect(PG_DSN, autocommit=True) as admin:  # an outage of that one connection
+            admin.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = %s",
+                          ("triage-bot scheduler solo",))
+        time.sleep(0.3)
+        before = len(ran)
+        time.sleep(2.2)
+        assert not coordinator.is_leader(verify=False)
+        assert len(ran) == before, "jobs kept running without the lock"
+    finally:
+        scheduler.shutdown()
+
+
+def test_sqlite_allows_one_scheduler_per_database_file(tmp_path: Path) -> None:
+    lock = tmp_path / "history.sqlite3.scheduler.lock"
+    first, second = LocalCoordinator(lock, poll_s=0.1), LocalCoordinator(lock, poll_s=0.1)
+    first.start()
+    second.start()
+    try:
+        assert first.is_leader() and not second.is_leader()
+        first.stop()
+        time.sleep(0.4)
+        assert second.is_leader(), "the standby takes over when the first process stops"
+    finally:
+        first.stop()
+        second.stop()
+
+
+def test_misfire_grace_and_slots_are_deliberate() -> None:
+    settings = SchedulerSettings(check_interval_s=30, digest_cron="0 9 * * mon", timezone="Europe/Berlin")
+    jobs = {j.id: j for j in default_jobs(settings, check=lambda: None, digest=lambda: None, prune=lambda: None)}
+    assert jobs["health_check"].misfire_grace_s == 15
+    assert jobs["weekly_digest"].misfire_grace_s == 6 * 3600
+    # the digest's slot is Monday 09:00 Berlin time, whichever replica computes it and however late (within grace)
+    monday_late = datetime(2025, 6, 2, 7, 40, tzinfo=UTC)  # 09:40 CEST
+    slot = slot_of(jobs["weekly_digest"].trigger, monday_late, jobs["weekly_digest"].misfire_grace_s)
+    assert slot == datetime(2025, 6, 2, 7, 0, tzinfo=UTC)
+    # interval slots are aligned on every replica
+    now = datetime(2025, 6, 2, 7, 40, 31, 200_000, tzinfo=UTC)
+    assert slot_of(jobs["health_check"].trigger, now, 15) == datetime(2025, 6, 2, 7, 40, 30, tzinfo=UTC)
+
+
+@pytest.mark.parametrize(("env", "needle"), [
+    ({"TRIAGE_CHECK_INTERVAL_S": "0"}, "TRIAGE_CHECK_INTERVAL_S"),
+    ({"TRIAGE_DIGEST_CRON": "every monday"}, "TRIAGE_DIGEST_CRON"),
+    ({"TRIAGE_TIMEZONE": "Mars/Olympus"}, "TRIAGE_TIMEZONE"),
+    ({"TRIAGE_CHECK_INTERVAL_S": "fast"}, "TRIAGE_CHECK_INTERVAL_S"),
+])
+def test_bad_scheduler_settings_fail_fast_naming_the_variable(env: dict[str, str], needle: str) -> None:
+    with pytest.raises(SchedulerConfigError, match=needle):
+        SchedulerSettings.from_env(env)
+
+
+def test_a_failing_job_does_not_stop_the_scheduler() -> None:
+    calls: list[int] = []
+
+    def flaky() -> None:
+        calls.append(1)
+        raise RuntimeError("engine probe exploded")
+
+    scheduler = TriageScheduler(LocalCoordinator(None, poll_s=0.1),
+                                default_jobs(SchedulerSettings(check_interval_s=1), check=flaky, digest=None, prune=None))
+    scheduler.start()
+    try:
+        time.sleep(3.2)
+    finally:
+        scheduler.shutdown()
+    assert len(calls) >= 3 and scheduler.errors == len(calls)
+
+
+def test_sqlite_claims_survive_a_restart(tmp_path: Path) -> None:
+    lock = tmp_path / "db.sqlite3.scheduler.lock"
+    slot = datetime(2025, 6, 2, 7, 0, tzinfo=UTC)
+    first = LocalCoordinator(lock)
+    assert first.claim("weekly_digest", slot)
+    again = LocalCoordinator(lock)  # the process restarted at 09:30
+    assert not again.claim("weekly_digest", slot)
+    assert again.claim("weekly_digest", slot + timedelta(days=7))
+
+
+def test_a_run_that_overruns_its_interval_skips_slots_instead_of_piling_up() -> None:
+    """reliability.md §7 #7: block the job for several intervals; no overlap, no burst afterwards."""
+    running, peak, starts = [0], [0], []
+    guard = threading.Lock()
+
+    def job() -> None:
+        with guard:
+            running[0] += 1
+            peak[0] = max(peak[0], running[0])
+            starts.append(time.monotonic())
+        if len(starts) == 1:
+            time.sleep(3.3)  # overrun: the slots at +1, +2, +3 s find it still running
+        with guard:
+            running[0] -= 1
+
+    scheduler = TriageScheduler(LocalCoordinator(None, poll_s=0.1),
+                                default_jobs(SchedulerSettings(check_interval_s=1), check=job, digest=None, prune=None))
+    scheduler.start()
+    try:
+        time.sleep(6.2)
+    finally:
+        scheduler.shutdown()
+    assert peak[0] == 1, "two runs of the same job overlapped"
+    after = [t - starts[0] for t in starts[1:]]
+    assert after and min(after) > 3.2, "slots inside the overrun were skipped, not queued"
+    assert all(b - a > 0.5 for a, b in itertools.pairwise(starts)), "no burst of catch-up runs after the overrun"

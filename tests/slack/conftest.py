@@ -1,0 +1,124 @@
+"""A real Slack app against a local Slack: the stand-in, a SQLite history, waitress on a free port.
+
+Nothing of the bot is mocked: requests are signed and sent over HTTP into the same server
+`triage-bot serve --http` runs, and every Web API call the bot makes lands in the stand-in, where
+tests read the exact payloads. `env.settle()` waits for the work after each ack to finish (the
+app's executor is idle), so an assertion that nothing was posted is deterministic.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from bot.core import Triager
+from bot.history import HistoryStore
+from bot.history.models import Base
+from bot.slack.app import SlackBot, build
+from bot.slack.config import SlackConfig
+from bot.slack.http import HttpServer
+from bot.slack.integrations import Integrations
+from bot.testing import slack_requests as req
+from bot.testing.slack_standin import BOT_TOKEN, SIGNING_SECRET, SlackStandin
+from tests.conftest import write_kb
+
+ADMIN = "U0ADMIN"
+ALICE = "U0ALICE"
+CHANNEL = "C0INCIDENT"
+KV_ERROR = "ValueError: No available memory for the cache blocks. Try increasing gpu_memory_utilization."
+
+
+@pytest.fixture(scope="session")
+def triager(tmp_path_factory: pytest.TempPathFactory) -> Triager:
+    return Triager.from_directory(write_kb(tmp_path_factory.mktemp("kb")))
+
+
+def make_history(path: Path) -> HistoryStore:
+    store = HistoryStore.from_url(f"sqlite:///{path}")
+    Base.metadata.create_all(store.session_factory.kw["bind"])
+    return store
+
+
+@dataclasses.dataclass
+class Env:
+    slack: SlackStandin
+    bot: SlackBot
+    server: HttpServer
+    send: req.SignedSender
+    history: HistoryStore
+
+    def settle(self, timeout: float = 15.0) -> None:
+        assert self.bot.wait_idle(timeout), "the app's work did not finish"
+
+    def posts(self) -> list[dict[str, Any]]:
+        return self.slack.bodies("chat.postMessage")
+
+    def responses(self) -> list[dict[str, Any]]:
+        return self.slack.bodies("response_url")
+
+    def event(self, event: dict[str, Any], **kwargs: Any) -> req.Sent:
+        sent = self.send.event(req.event_callback(event, bot_user_id=self.slack.bot_user_id), **kwargs)
+        assert sent.status == 200, sent.body
+        return sent
+
+    def command(self, text: str, user: str = ALICE, channel: str = CHANNEL) -> req.Sent:
+        sent = self.send.command(req.slash_command(text, response_url=self.slack.response_url(), user=user,
+                                                   channel=channel))
+        assert sent.status == 200, sent.body
+        return sent
+
+    def click(self, action_id: str, value: str, **kwargs: Any) -> req.Sent:
+        kwargs.setdefault("response_url", self.slack.response_url("click"))
+        sent = self.send.interactive(req.block_action(action_id, value, **kwargs))
+        assert sent.status == 200, sent.body
+        return sent
+
+
+def start_env(slack: SlackStandin, triager: Triager, history: HistoryStore,
+              integrations: Integrations | None = None, **overrides: Any) -> Env:
+    settings: dict[str, Any] = {"admins": frozenset({ADMIN}), "rate_limit_retries": 2} | overrides
+    config = SlackConfig(bot_token=BOT_TOKEN, signing_secret=SIGNING_SECRET, api_url=slack.api_url, **settings)
+    bot = build(config, triager=triager, history=history,
+                integrations=integrations or Integrations(discover=False))
+    server = HttpServer(bot, host="127.0.0.1", port=0, threads=8).start()
+    return Env(slack, bot, server, req.SignedSender(server.url + "/slack/events", SIGNING_SECRET), history)
+
+
+def stop_env(env: Env) -> None:
+    env.send.close()
+    env.server.stop()
+    env.bot.close()
+
+
+@pytest.fixture
+def slack() -> Iterator[SlackStandin]:
+    with SlackStandin() as standin:
+        yield standin
+
+
+@pytest.fixture
+def history(tmp_path: Path) -> HistoryStore:
+    return make_history(tmp_path / "history.sqlite3")
+
+
+@pytest.fixture
+def make_env(slack: SlackStandin, triager: Triager, history: HistoryStore) -> Iterator[Callable[..., Env]]:
+    started: list[Env] = []
+
+    def factory(**overrides: Any) -> Env:
+        env = start_env(slack, triager, history, **overrides)
+        started.append(env)
+        return env
+
+    yield factory
+    for env in started:
+        stop_env(env)
+
+
+@pytest.fixture
+def env(make_env: Callable[..., Env]) -> Env:
+    return make_env()

@@ -1,0 +1,86 @@
+"""Buttons on answers: Resolved (admins), Wrong match (a modal, then feedback), Helpful."""
+
+from __future__ import annotations
+
+import json
+
+from sqlalchemy import select
+
+from bot.history.models import Feedback
+from bot.slack.blocks import ACTION_HELPFUL, ACTION_RESOLVE, ACTION_WRONG
+from bot.slack.modals import ACTION_PICK, BLOCK_PICK, WRONG_MATCH_VIEW
+from bot.testing import slack_requests as req
+from tests.slack.conftest import ADMIN, ALICE, CHANNEL, KV_ERROR, Env
+
+
+def _posted_answer(env: Env) -> dict:
+    env.event(req.message(KV_ERROR))
+    env.settle()
+    [post] = env.posts()
+    return post
+
+
+def _feedback(env: Env) -> list[tuple[int, str, str, str | None]]:
+    with env.history.session_factory() as session:
+        rows = session.scalars(select(Feedback).order_by(Feedback.id))
+        return [(f.incident_id, f.user_id, f.kind, f.correct_signature_id) for f in rows]
+
+
+def _click_on(env: Env, post: dict, action_id: str, user: str) -> None:
+    value = next(e["value"] for e in post["blocks"][-1]["elements"] if e["action_id"] == action_id)
+    env.click(action_id, value, user=user, message_ts="1700000000.000900",
+              message={"type": "message", "ts": "1700000000.000900", "text": post["text"], "blocks": post["blocks"]})
+    env.settle()
+
+
+def test_an_admin_resolves_from_the_button_and_the_answer_is_updated_in_place(env: Env) -> None:
+    post = _posted_answer(env)
+    _click_on(env, post, ACTION_RESOLVE, ADMIN)
+    [update] = env.slack.bodies("chat.update")
+    assert (update["channel"], update["ts"], update["text"]) == (CHANNEL, "1700000000.000900", post["text"])
+    assert update["blocks"][:-1] == post["blocks"][:-1]  # same answer, the buttons replaced by who resolved it
+    note = update["blocks"][-1]
+    assert note["type"] == "context"
+    assert note["elements"][0]["text"].startswith(f":white_check_mark: Resolved by <@{ADMIN}> on ")
+    assert env.history.get_incident(1).status == "resolved"
+    assert _feedback(env) == [(1, ADMIN, "resolved", None)]
+
+
+def test_anyone_else_gets_a_polite_refusal_only_they_see(env: Env) -> None:
+    post = _posted_answer(env)
+    _click_on(env, post, ACTION_RESOLVE, ALICE)
+    [refusal] = env.responses()
+    assert refusal["response_type"] == "ephemeral" and refusal["replace_original"] is False
+    assert refusal["text"].startswith("Sorry, only the bot's admins can do that.")
+    assert env.slack.bodies("chat.update") == []
+    assert env.history.get_incident(1).status == "open"
+
+
+def test_helpful_is_recorded_and_thanked(env: Env) -> None:
+    post = _posted_answer(env)
+    _click_on(env, post, ACTION_HELPFUL, ALICE)
+    assert _feedback(env) == [(1, ALICE, "helpful", None)]
+    assert env.responses()[-1]["text"] == "Thanks, noted that this answer helped."
+
+
+def test_wrong_match_opens_a_modal_and_records_the_right_signature(env: Env) -> None:
+    post = _posted_answer(env)
+    _click_on(env, post, ACTION_WRONG, ALICE)
+    [opened] = env.slack.bodies("views.open")
+    view = opened["view"]
+    assert opened["trigger_id"].endswith(".trigger")
+    assert (view["type"], view["callback_id"], view["title"]["text"]) == ("modal", WRONG_MATCH_VIEW, "Wrong match")
+    options = [o["value"] for group in view["blocks"][1]["element"]["option_groups"] for o in group["options"]]
+    assert "vllm.kv_cache_no_memory" not in options  # not the one it already said
+    assert {"none", "vllm.engine_core_dead", "component.lora"} <= set(options)
+    metadata = json.loads(view["private_metadata"])
+    assert (metadata["i"], metadata["s"], metadata["c"]) == (1, "vllm.kv_cache_no_memory", CHANNEL)
+
+    values = {BLOCK_PICK: {ACTION_PICK: {"type": "static_select",
+                                         "selected_option": {"value": "vllm.engine_core_dead"}}}}
+    sent = env.send.interactive(req.view_submission(WRONG_MATCH_VIEW, values, private_metadata=view["private_metadata"],
+                                                    user=ALICE))
+    assert sent.status == 200 and sent.body == ""  # closes the modal
+    env.settle()
+    assert _feedback(env) == [(1, ALICE, "wrong_match", "vllm.engine_core_dead")]
+    assert env.responses()[-1]["text"] == "Thanks, recorded. — You said it was `vllm.engine_core_dead`."
