@@ -29,6 +29,7 @@ How = Literal["pattern", "wrapper", "evidence", "fuzzy"]
 PASSIVE_THRESHOLD = 0.80
 EXPLICIT_FLOOR = 0.25
 FAMILY_THRESHOLD = 1.0
+FAMILY_GUESS = 0.5  # below the threshold, still the best explicit guess (never passive)
 FUZZY_MIN = 72.0
 PREFILTER_CHOICES = 48
 FUZZY_FULL_LENGTH = 40.0  # lines shorter than this get proportionally less credit
@@ -230,13 +231,14 @@ class Matcher:
         ranked_families = sorted(
             families.items(), key=lambda kv: (sigs[kv[0]].priority, kv[1][0]), reverse=True
         )
+        family_guesses: list[Scored] = []
         for sig_index, (score, clues) in ranked_families:
             sig = sigs[sig_index]
-            if not sig.is_family or score < FAMILY_THRESHOLD:
+            if not sig.is_family or score < FAMILY_GUESS:
                 continue
-            family_ranked.append(
-                Scored(sig, "evidence", self._family_confidence(score), None, dict(gvalues), clues)
-            )
+            scored = Scored(sig, "evidence", self._family_confidence(score), None, dict(gvalues), clues)
+            (family_ranked if score >= FAMILY_THRESHOLD else family_guesses).append(scored)
+        family_guesses.sort(key=lambda f: f.confidence, reverse=True)
         # an area the frames point to says more than a wrapper; a generic crash or client error does not
         strong_family = next((f for f in family_ranked if f.sig.priority >= 0), None)
 
@@ -268,6 +270,9 @@ class Matcher:
                 primary = family_ranked[0]
             elif fuzzy_ranked and fuzzy_ranked[0].confidence >= EXPLICIT_FLOOR and not fuzzy_ranked[0].sig.wrapper:
                 primary = fuzzy_ranked[0]
+            elif family_guesses:
+                # some evidence of an area, short of recognition: the best guess for an explicit request
+                primary = family_guesses[0]
 
         if primary is not None and primary.how == "wrapper" and family_ranked:
             family_hint = family_ranked[0]
