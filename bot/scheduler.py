@@ -43,11 +43,24 @@ from apscheduler.schedulers.background import BackgroundScheduler
 from apscheduler.triggers.base import BaseTrigger
 from apscheduler.triggers.cron import CronTrigger
 from apscheduler.triggers.interval import IntervalTrigger
+from sqlalchemy import Column, DateTime, MetaData, String, Table, func
 
 log = logging.getLogger(__name__)
 
 SLOT_EPOCH = datetime(2000, 1, 1, tzinfo=UTC)  # interval slots are aligned to this on every replica
 CLAIMS_TABLE = "triage_scheduler_runs"
+
+# The claim table as Alembic sees it (migration 0003). The PostgreSQL coordinator also creates it
+# if missing, so a scheduler in a schema of its own (tests) works without migrations.
+claims_metadata = MetaData()
+claims_table = Table(
+    CLAIMS_TABLE,
+    claims_metadata,
+    Column("job", String(64), primary_key=True),
+    Column("slot", DateTime(timezone=True), primary_key=True),
+    Column("runner", String(128), nullable=False),
+    Column("claimed_at", DateTime(timezone=True), nullable=False, server_default=func.now()),
+)
 
 
 class SchedulerConfigError(ValueError):

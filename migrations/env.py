@@ -14,6 +14,7 @@ from sqlalchemy import Connection
 
 from bot.history.db import make_engine
 from bot.history.models import Base, UTCDateTime
+from bot.scheduler import claims_metadata
 from bot.settings import Settings
 from bot.slack.store import metadata as slack_metadata
 
@@ -21,8 +22,8 @@ config = context.config
 if config.config_file_name is not None and not config.attributes.get("skip_logging"):
     logging.config.fileConfig(config.config_file_name, disable_existing_loggers=False)
 
-# every table the bot owns: the history's models and the Slack adapter's outbox and shares
-target_metadata = [Base.metadata, slack_metadata]
+# every table the bot owns: the history's models, the Slack outbox and shares, the scheduler's claims
+target_metadata = [Base.metadata, slack_metadata, claims_metadata]
 
 
 def _render_item(kind: str, obj: object, _context: object) -> str | bool:
