@@ -220,7 +220,9 @@ class Matcher:
                 continue
             scored = Scored(sig, "wrapper" if sig.wrapper else "pattern",
                             self._pattern_confidence(sig, first.line, engine), first.line, values)
-            key = (sig.priority, max(self._engine_fit(sig, engine), 0), longest, -first.line.index)
+            fit = self._engine_fit(sig, engine)
+            # a signature of another engine than the paste shows ranks below every one that fits
+            key = (fit >= 0, sig.priority, max(fit, 0), longest, -first.line.index)
             (wrappers if sig.wrapper else specific).append((key, scored))
 
         specific.sort(key=lambda kv: kv[0], reverse=True)
@@ -248,9 +250,13 @@ class Matcher:
         incomplete = False
         fuzzy_ranked: list[Scored] = []
 
-        if specific:
+        mismatched = bool(specific) and not specific[0][0][0]  # the best specific is another engine's
+        if specific and not (mismatched and strong_family is not None):
             primary = specific[0][1]
             others = [s for _, s in specific[1:]]
+        elif specific:
+            primary = strong_family
+            others = [s for _, s in specific]
         else:
             fuzzy = self._fuzzy(norm)
             for sig_index, (score, line) in sorted(fuzzy.items(), key=lambda kv: kv[1][0], reverse=True)[:5]:
