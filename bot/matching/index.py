@@ -126,6 +126,8 @@ def compile_kb(kb: KnowledgeBase) -> CompiledKB:
     choices: list[str] = []
     owner: list[int] = []
     for index, sig in enumerate(kb.signatures):
+        if sig.is_family:
+            continue  # families are recognised from evidence; their examples would only attract noise
         seen: set[str] = set()
         for text in [*sig.messages, *sig.examples]:
             masked = mask(text)

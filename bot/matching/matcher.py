@@ -87,6 +87,16 @@ class MatchResult:
         return p.how in ("pattern", "wrapper") or self.failure_signal
 
 
+LAST_RESORT_PRIORITY = -50
+
+
+def _band(priority: int) -> int:
+    """2 for area families, 1 for weak symptoms (negative priority), 0 for the last resort."""
+    if priority >= 0:
+        return 2
+    return 1 if priority > LAST_RESORT_PRIORITY else 0
+
+
 class Matcher:
     """Stateless after construction; safe to share between threads."""
 
@@ -228,10 +238,11 @@ class Matcher:
         specific.sort(key=lambda kv: kv[0], reverse=True)
         wrappers.sort(key=lambda kv: kv[0], reverse=True)
 
-        # families rank by priority first (the fallback family is the last resort), then by evidence
+        # families rank by priority band (area families, then weak symptoms such as client errors,
+        # then the fallback as the last resort), and within a band by evidence
         family_ranked: list[Scored] = []
         ranked_families = sorted(
-            families.items(), key=lambda kv: (sigs[kv[0]].priority, kv[1][0]), reverse=True
+            families.items(), key=lambda kv: (_band(sigs[kv[0]].priority), kv[1][0]), reverse=True
         )
         family_guesses: list[Scored] = []
         for sig_index, (score, clues) in ranked_families:
@@ -240,7 +251,6 @@ class Matcher:
                 continue
             scored = Scored(sig, "evidence", self._family_confidence(score), None, dict(gvalues), clues)
             (family_ranked if score >= FAMILY_THRESHOLD else family_guesses).append(scored)
-        family_guesses.sort(key=lambda f: f.confidence, reverse=True)
         # an area the frames point to says more than a wrapper; a generic crash or client error does not
         strong_family = next((f for f in family_ranked if f.sig.priority >= 0), None)
 

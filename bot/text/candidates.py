@@ -134,7 +134,7 @@ def has_failure_signal(norm: Normalized) -> bool:
     weights = LineWeights(norm)
     previous: Line | None = None
     for line in norm.lines:
-        if weights.weight(line, previous) >= 1.5:
+        if weights.weight(line, previous) >= 1.0:  # an ERROR-level line, or error words
             return True
         previous = line
     return False
