@@ -22,6 +22,10 @@ INCOMPLETE_WRAPPER = (
     "This line only reports that something below it failed; the cause is printed above it. "
     "Paste the first error of the log (the lines above this one) to get the root cause."
 )
+INFERRED = (
+    "Inferred from the lines around the failure, not from its own error message: "
+    "paste the error itself to confirm."
+)
 INCOMPLETE_CUT = (
     "The paste stops before the exception itself (it ends inside a traceback). "
     "Paste the last lines of the log, including the final exception line."
@@ -159,6 +163,8 @@ def build_answer(result: MatchResult) -> Answer:
     note = ""
     if primary.how == "wrapper":
         note = INCOMPLETE_WRAPPER
+    elif primary.how == "context":
+        note = INFERRED
     elif result.incomplete:
         note = INCOMPLETE_CUT
     return Answer(

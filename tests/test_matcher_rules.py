@@ -76,3 +76,19 @@ def test_family_answer_serialises_with_its_protocol(triager: Triager) -> None:
     paste = 'Traceback (most recent call last):\n  File "/usr/lib/python3/site-packages/vllm/lora/models.py", line 3\nKeyError: "w"'
     data = json.loads(json.dumps(triager.triage(paste).to_dict()))
     assert data["answer"]["protocol"]["confirm"] == ["Run without --enable-lora."]
+
+
+def test_weak_pattern_ranks_below_an_exact_message(tmp_path: Path) -> None:
+    from tests.conftest import MINI_ENGINE, write_kb
+
+    weak = MINI_ENGINE.replace(
+        "    patterns: ['EngineDeadError']",
+        "    patterns: ['EngineDeadError', {pattern: 'GPU blocks: 0', weak: true}]",
+    ).replace("        wrapper: true\n", "", 1)
+    triager = Triager.from_directory(write_kb(tmp_path / "kb", **{"vllm.yaml": weak}))
+    inferred = triager.match("INFO # GPU blocks: 0, # CPU blocks: 512")
+    assert inferred.primary is not None and inferred.primary.sig.id == "vllm.engine_core_dead"
+    assert inferred.primary.how == "context" and inferred.primary.confidence <= 0.72
+    assert not inferred.passive
+    both = triager.match("# GPU blocks: 0\nValueError: No available memory for the cache blocks.")
+    assert both.primary is not None and both.primary.sig.id == "vllm.kv_cache_no_memory"

@@ -136,7 +136,7 @@ def _load_file(path: Path, model_cls: type) -> LoadedFile:
 
 def _check_signature(sig: Signature, file: str, line: int) -> list[Problem]:
     problems: list[Problem] = []
-    for pattern in [*sig.patterns, *(c.pattern for c in sig.evidence)]:
+    for pattern in [*(p for p, _ in sig.pattern_specs), *(c.pattern for c in sig.evidence)]:
         try:
             compile_pattern(pattern)
         except RegexError as exc:

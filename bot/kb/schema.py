@@ -39,6 +39,16 @@ class Clue(Strict):
     note: str = ""
 
 
+class WeakPattern(Strict):
+    """A pattern that infers the failure from context (a start-up log line, a user's prose) rather
+    than from the failure's own message: it ranks below every exact message and is never answered
+    unprompted."""
+
+    pattern: str
+    weak: Literal[True] = True
+    note: str = ""
+
+
 class Protocol(Strict):
     """The triage protocol a family signature answers with: how an expert narrows the area down."""
 
@@ -69,7 +79,7 @@ class Signature(Strict):
     # answer unprompted only when the paste shows this signature's engine: for messages that other
     # software prints too (Open MPI launch errors, Ray actor deaths)
     needs_engine: bool = False
-    patterns: list[str] = Field(default_factory=list)
+    patterns: list[str | WeakPattern] = Field(default_factory=list)
     messages: list[str] = Field(default_factory=list)
     examples: list[str] = Field(min_length=2)
     evidence: list[Clue] = Field(default_factory=list)
@@ -119,6 +129,11 @@ class Signature(Strict):
         if self.prefix in ENGINES and self.engine != self.prefix:
             raise ValueError(f"engine must be {self.prefix!r} for an id starting with {self.prefix}.")
         return self
+
+    @property
+    def pattern_specs(self) -> list[tuple[str, bool]]:
+        """Every pattern with whether it is weak (context only)."""
+        return [(p, False) if isinstance(p, str) else (p.pattern, True) for p in self.patterns]
 
     @property
     def prefix(self) -> str:

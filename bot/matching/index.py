@@ -54,6 +54,7 @@ class Entry:
     engine: str  # engine id for engine clues
     weight: float
     regex: Any
+    weak: bool = False  # a context-only signature pattern
 
 
 @dataclass
@@ -110,8 +111,8 @@ def compile_kb(kb: KnowledgeBase) -> CompiledKB:
         engine_set.Compile()
     entries: list[Entry] = []
     for index, sig in enumerate(kb.signatures):
-        for pattern in sig.patterns:
-            entries.append(Entry("pattern", index, "", 1.0, compile_pattern(pattern)))
+        for pattern, weak in sig.pattern_specs:
+            entries.append(Entry("pattern", index, "", 1.0, compile_pattern(pattern), weak))
         for clue in sig.evidence:
             entries.append(Entry("evidence", index, "", clue.weight, compile_pattern(clue.pattern)))
 

@@ -24,13 +24,14 @@ from bot.text.candidates import find_candidates, has_failure_signal, looks_cut
 from bot.text.extract import coerce_values, global_values
 from bot.text.normalize import Line, Normalized, normalize
 
-How = Literal["pattern", "wrapper", "evidence", "fuzzy"]
+How = Literal["pattern", "context", "wrapper", "evidence", "fuzzy"]
 
 PASSIVE_THRESHOLD = 0.80
 EXPLICIT_FLOOR = 0.25
 FAMILY_THRESHOLD = 1.0
 FAMILY_GUESS = 0.5  # below the threshold, still the best explicit guess (never passive)
 FUZZY_MIN = 72.0
+WEAK_CONFIDENCE = 0.72  # a failure inferred from context: a good explicit answer, never passive
 FUZZY_STRONG = 88.0  # with the engine agreeing, a fuzzy match this close may be answered unprompted
 PREFILTER_CHOICES = 48
 FUZZY_FULL_LENGTH = 40.0  # lines shorter than this get proportionally less credit
@@ -45,6 +46,7 @@ class Hit:
     start: int
     length: int
     values: dict[str, str]
+    weak: bool = False
 
 
 @dataclass(slots=True)
@@ -129,7 +131,9 @@ class Matcher:
                 continue
             start, end = found.span()
             values = {k: v for k, v in found.groupdict().items() if v is not None}
-            hits[entry.owner].append(Hit(entry.owner, norm.line_at(start), start, end - start, values))
+            hits[entry.owner].append(
+                Hit(entry.owner, norm.line_at(start), start, end - start, values, entry.weak)
+            )
         return hits
 
     def _family_scores(self, norm: Normalized, fired: list[int]) -> dict[int, tuple[float, list[str]]]:
@@ -224,24 +228,31 @@ class Matcher:
         wrappers: list[tuple[tuple, Scored]] = []
         for sig_index, sig_hits in hits.items():
             sig = sigs[sig_index]
-            first = min(sig_hits, key=lambda h: h.start)
+            exact_hits = [h for h in sig_hits if not h.weak]
+            exact = bool(exact_hits)
+            ranked_hits = exact_hits or sig_hits
+            first = min(ranked_hits, key=lambda h: h.start)
             # the signature's own captures override values found elsewhere; the first capture wins
             own: dict[str, object] = {}
             for hit in sorted(sig_hits, key=lambda h: h.start):
                 for key, value in coerce_values(hit.values).items():
                     own.setdefault(key, value)
             values: dict[str, object] = {**gvalues, **own}
-            longest = max(h.length for h in sig_hits)
+            longest = max(h.length for h in ranked_hits)
             if sig.is_family:
-                # a family's own strong message counts as certain evidence
+                # a family's own message counts as certain evidence; a context pattern as some
                 score, clues = families.get(sig_index, (0.0, []))
-                families[sig_index] = (score + 2.0, [*clues, "pattern"])
+                families[sig_index] = (score + (2.0 if exact else 1.0), [*clues, "pattern"])
                 continue
-            scored = Scored(sig, "wrapper" if sig.wrapper else "pattern",
-                            self._pattern_confidence(sig, first.line, engine), first.line, values)
+            confidence = self._pattern_confidence(sig, first.line, engine)
+            how: How = "wrapper" if sig.wrapper else "pattern"
+            if not exact:
+                how, confidence = "context", min(confidence, WEAK_CONFIDENCE)
+            scored = Scored(sig, how, confidence, first.line, values)
             fit = self._engine_fit(sig, engine)
-            # a signature of another engine than the paste shows ranks below every one that fits
-            key = (fit >= 0, sig.priority, max(fit, 0), longest, -first.line.index)
+            # a signature of another engine than the paste shows ranks below every one that fits,
+            # and a failure inferred from context ranks below every failure stated in its own words
+            key = (fit >= 0, exact, sig.priority, max(fit, 0), longest, -first.line.index)
             (wrappers if sig.wrapper else specific).append((key, scored))
 
         specific.sort(key=lambda kv: kv[0], reverse=True)
