@@ -84,8 +84,8 @@ class MatchResult:
         p = self.primary
         if p is None or not p.sig.passive or p.confidence < PASSIVE_THRESHOLD:
             return False
-        if p.sig.needs_engine and self.engine != p.sig.engine:
-            return False
+        if p.sig.needs_engine and (self.engine is None or (p.sig.engine in ENGINES and self.engine != p.sig.engine)):
+            return False  # for engine-neutral signatures: some engine must show in the paste
         # a specific pattern is itself the failure signal; weaker evidence needs an error in sight
         return p.how in ("pattern", "wrapper") or self.failure_signal
 
@@ -218,6 +218,11 @@ class Matcher:
     def match(self, text: str | bytes) -> MatchResult:
         norm = normalize(text)
         fired = self.c.scan(norm.text) if norm.text else []
+        if norm.log_sources:
+            # the files named in log prefixes are family evidence too (a frame the logger printed)
+            sources = "\n".join(f"log source: {name}" for name in norm.log_sources)
+            seen = set(fired)
+            fired += [i for i in self.c.scan(sources) if i not in seen and self.c.entries[i].kind == "evidence"]
         engine, engine_scores = self._detect_engine(norm)
         hits = self._hits(norm, fired)
         families = self._family_scores(norm, fired)

@@ -32,32 +32,27 @@ _GLOBAL_SOURCES: dict[str, str] = {
 _GLOBALS = {name: compile_pattern(source) for name, source in _GLOBAL_SOURCES.items()}
 
 
-class IntText(int):
-    """An int that prints as the paste wrote it ('1,024'), and computes like an int."""
+class _AsPasted:
+    """Prints as the paste wrote it ('1,024', '550.120', '0.90') while computing as a number."""
 
     text: str
-
-    def __new__(cls, value: int, text: str) -> IntText:
-        obj = super().__new__(cls, value)
-        obj.text = text
-        return obj
 
     def __str__(self) -> str:
         return self.text
 
 
-class FloatText(float):
-    """A float that prints as the paste wrote it ('550.120', '0.90'), and computes like a float."""
+class IntText(_AsPasted, int):
+    pass
 
-    text: str
 
-    def __new__(cls, value: float, text: str) -> FloatText:
-        obj = super().__new__(cls, value)
-        obj.text = text
-        return obj
+class FloatText(_AsPasted, float):
+    pass
 
-    def __str__(self) -> str:
-        return self.text
+
+def _as_pasted(cls: type[IntText] | type[FloatText], value: float, text: str) -> IntText | FloatText:
+    number = cls(value)
+    number.text = text
+    return number
 
 
 def coerce(value: str) -> object:
@@ -65,7 +60,7 @@ def coerce(value: str) -> object:
     text = value.strip()
     if _NUMBER.match(text):
         plain = text.replace(",", "")
-        return FloatText(float(plain), text) if "." in plain else IntText(int(plain), text)
+        return _as_pasted(FloatText, float(plain), text) if "." in plain else _as_pasted(IntText, int(plain), text)
     return text
 
 

@@ -71,6 +71,8 @@ _PREFIXES: list[re.Pattern[str]] = [
 ]
 
 # Frame lines of a Python traceback and the source echo after them carry no message of their own.
+_LOG_SOURCE = re.compile(r"([\w.-]{1,80}\.(?:py|cc|cpp|cu|h)):\d{1,6}")
+MAX_SOURCES = 64
 _FRAME = re.compile(r'^File "[^"\n]{1,500}", line \d+')
 _CARETS = re.compile(r"^[\^~\s]{1,400}$")
 
@@ -95,6 +97,7 @@ class Normalized:
     offsets: tuple[int, ...]  # start of each line in `text`
     truncated: bool
     original_chars: int
+    log_sources: tuple[str, ...] = ()  # source files named in log prefixes, e.g. hermes_tool_parser.py
 
     def line_at(self, offset: int) -> Line:
         """The line that contains character `offset` of `text`."""
@@ -197,6 +200,7 @@ def normalize(data: bytes | str) -> Normalized:
 
     lines: list[Line] = []
     offsets: list[int] = []
+    sources: dict[str, None] = {}
     position = 0
     for raw in raw_lines:
         if len(raw) > MAX_LINE:
@@ -204,6 +208,10 @@ def normalize(data: bytes | str) -> Normalized:
             truncated = True
         stripped = _QUOTE.sub("", raw.strip())
         clean, level, process = strip_prefixes(stripped)
+        if len(clean) < len(stripped):
+            # the logger's own file (`[hermes_tool_parser.py:157]`) says which component spoke
+            for source in _LOG_SOURCE.findall(stripped[: len(stripped) - len(clean)]):
+                sources.setdefault(source, None)
         clean = clean.strip()
         if not clean:
             continue
@@ -212,7 +220,9 @@ def normalize(data: bytes | str) -> Normalized:
         position += len(clean) + 1
     joined = "\n".join(line.text for line in lines)
     prefixed = "\n".join(line.raw for line in lines)
-    return Normalized(tuple(lines), joined, prefixed, tuple(offsets), truncated, original_chars)
+    return Normalized(
+        tuple(lines), joined, prefixed, tuple(offsets), truncated, original_chars, tuple(sources)[:MAX_SOURCES]
+    )
 
 
 def is_source_echo(line: Line, previous: Line | None) -> bool:

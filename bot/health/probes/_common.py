@@ -10,14 +10,14 @@ from __future__ import annotations
 
 import re
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING
 
 from prometheus_client.parser import text_string_to_metric_families
 
-from bot.health.observation import Observation
+from bot.health.observation import MetricsSnapshot, Observation
 from bot.health.probes import Http, ProbeError, Response
 
 if TYPE_CHECKING:
@@ -139,3 +139,38 @@ async def generate_get_step(http: Http, engine: EngineConfig, obs: Observation, 
         obs.generate, obs.generate_detail = "ok", f"{path} HTTP {response.status}"
     else:
         obs.generate, obs.generate_detail = "failed", f"{path} {describe_status(response)}"
+
+
+async def metrics_step(
+    http: Http,
+    engine: EngineConfig,
+    obs: Observation,
+    url: str,
+    *,
+    label: str,
+    read: Callable[[bytes], MetricsSnapshot],
+    unreadable: str,
+    missing: str,
+    status_hints: dict[int, str] | None = None,
+) -> None:
+    """Fetch and read an engine's metrics; every way that can fail becomes `obs.metrics_error`.
+
+    The probes differ only in where the metrics live, how they are read and what to say when the
+    engine's own readings are absent, so each passes those and shares the rest.
+    """
+    response, error = await get_step(http, engine, url)
+    if response is None:
+        obs.metrics_error = f"{label}: {error}"
+        return
+    if not response.ok:
+        obs.metrics_error = (status_hints or {}).get(response.status) or f"{label} {describe_status(response)}"
+        return
+    try:
+        snapshot = read(response.body)
+    except (ValueError, UnicodeDecodeError) as exc:  # NotPrometheus is a ValueError
+        obs.metrics_error = f"{unreadable} ({str(exc)[:60]})"
+        return
+    if not snapshot.has_core:
+        obs.metrics_error = missing
+        return
+    obs.metrics = snapshot

@@ -18,13 +18,13 @@ from typing import TYPE_CHECKING
 from bot.health.observation import MetricsSnapshot, Observation
 from bot.health.probes import Http
 from bot.health.probes._common import (
-    NotPrometheus,
-    describe_status,
     generate_get_step,
-    get_step,
     health_step,
     new_observation,
     parse_prometheus,
+)
+from bot.health.probes._common import (
+    metrics_step as shared_metrics_step,
 )
 
 if TYPE_CHECKING:
@@ -66,24 +66,12 @@ def read_metrics(body: bytes) -> MetricsSnapshot:
 
 
 async def metrics_step(http: Http, engine: EngineConfig, obs: Observation) -> None:
-    url = engine.metrics_url or engine.base_url + "/metrics"
-    response, error = await get_step(http, engine, url)
-    if response is None:
-        obs.metrics_error = f"/metrics: {error}"
-    elif response.status == 404:
-        obs.metrics_error = "/metrics HTTP 404 (SGLang serves metrics only with --enable-metrics)"
-    elif not response.ok:
-        obs.metrics_error = f"/metrics {describe_status(response)}"
-    else:
-        try:
-            snapshot = read_metrics(response.body)
-        except (NotPrometheus, UnicodeDecodeError) as exc:
-            obs.metrics_error = f"/metrics is not Prometheus text ({str(exc)[:60]})"
-            return
-        if snapshot.has_core:
-            obs.metrics = snapshot
-        else:
-            obs.metrics_error = "/metrics has no sglang:* scheduler metrics"
+    await shared_metrics_step(
+        http, engine, obs, engine.metrics_url or engine.base_url + "/metrics",
+        label="/metrics", read=read_metrics, unreadable="/metrics is not Prometheus text",
+        missing="/metrics has no sglang:* scheduler metrics",
+        status_hints={404: "/metrics HTTP 404 (SGLang serves metrics only with --enable-metrics)"},
+    )
 
 
 async def probe(http: Http, engine: EngineConfig, now: datetime) -> Observation:

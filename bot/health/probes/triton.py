@@ -16,12 +16,12 @@ from urllib.parse import urlsplit, urlunsplit
 from bot.health.observation import MetricsSnapshot, Observation
 from bot.health.probes import Http
 from bot.health.probes._common import (
-    NotPrometheus,
-    describe_status,
-    get_step,
     health_step,
     new_observation,
     parse_prometheus,
+)
+from bot.health.probes._common import (
+    metrics_step as shared_metrics_step,
 )
 
 if TYPE_CHECKING:
@@ -79,21 +79,11 @@ def read_metrics(body: bytes) -> MetricsSnapshot:
 
 
 async def metrics_step(http: Http, engine: EngineConfig, obs: Observation) -> None:
-    response, error = await get_step(http, engine, engine.metrics_url or default_metrics_url(engine.base_url))
-    if response is None:
-        obs.metrics_error = f"metrics (:{METRICS_PORT}): {error}"
-    elif not response.ok:
-        obs.metrics_error = f"metrics {describe_status(response)}"
-    else:
-        try:
-            snapshot = read_metrics(response.body)
-        except (NotPrometheus, UnicodeDecodeError) as exc:
-            obs.metrics_error = f"metrics are not Prometheus text ({str(exc)[:60]})"
-            return
-        if snapshot.has_core:
-            obs.metrics = snapshot
-        else:
-            obs.metrics_error = "metrics have no nv_trt_llm_* or nv_inference_* readings"
+    await shared_metrics_step(
+        http, engine, obs, engine.metrics_url or default_metrics_url(engine.base_url),
+        label=f"metrics (:{METRICS_PORT})", read=read_metrics, unreadable="metrics are not Prometheus text",
+        missing="metrics have no nv_trt_llm_* or nv_inference_* readings",
+    )
 
 
 async def probe(http: Http, engine: EngineConfig, now: datetime) -> Observation:

@@ -18,13 +18,13 @@ from typing import TYPE_CHECKING, Any
 from bot.health.observation import MetricsSnapshot, Observation
 from bot.health.probes import Http
 from bot.health.probes._common import (
-    NotPrometheus,
-    describe_status,
     generate_get_step,
-    get_step,
     health_step,
     new_observation,
     parse_prometheus,
+)
+from bot.health.probes._common import (
+    metrics_step as shared_metrics_step,
 )
 
 if TYPE_CHECKING:
@@ -93,27 +93,17 @@ def read_prometheus(body: bytes) -> MetricsSnapshot:
     )
 
 
+def read_any(body: bytes) -> MetricsSnapshot:
+    """trtllm-serve's /metrics is iteration-stats JSON; behind a Prometheus endpoint it is text."""
+    return read_json_stats(body) if body.lstrip()[:1] == b"[" else read_prometheus(body)
+
+
 async def metrics_step(http: Http, engine: EngineConfig, obs: Observation) -> None:
-    url = engine.metrics_url or engine.base_url + "/metrics"
-    response, error = await get_step(http, engine, url)
-    if response is None:
-        obs.metrics_error = f"metrics: {error}"
-        return
-    if not response.ok:
-        obs.metrics_error = f"metrics {describe_status(response)}"
-        return
-    try:
-        if response.body.lstrip()[:1] == b"[":
-            snapshot = read_json_stats(response.body)
-        else:
-            snapshot = read_prometheus(response.body)
-    except (ValueError, NotPrometheus, UnicodeDecodeError) as exc:
-        obs.metrics_error = f"metrics are neither iteration-stats JSON nor Prometheus text ({str(exc)[:60]})"
-        return
-    if not snapshot.has_core:
-        obs.metrics_error = "metrics have no trtllm request or KV readings"
-        return
-    obs.metrics = snapshot
+    await shared_metrics_step(
+        http, engine, obs, engine.metrics_url or engine.base_url + "/metrics",
+        label="metrics", read=read_any, unreadable="metrics are neither iteration-stats JSON nor Prometheus text",
+        missing="metrics have no trtllm request or KV readings",
+    )
 
 
 async def probe(http: Http, engine: EngineConfig, now: datetime) -> Observation:

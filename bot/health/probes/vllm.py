@@ -16,12 +16,14 @@ from typing import TYPE_CHECKING
 from bot.health.observation import MetricsSnapshot, Observation
 from bot.health.probes import Http, ProbeError
 from bot.health.probes._common import (
-    NotPrometheus,
     describe_status,
     get_step,
     health_step,
     new_observation,
     parse_prometheus,
+)
+from bot.health.probes._common import (
+    metrics_step as shared_metrics_step,
 )
 
 if TYPE_CHECKING:
@@ -70,23 +72,11 @@ def read_metrics(body: bytes) -> MetricsSnapshot:
 
 
 async def metrics_step(http: Http, engine: EngineConfig, obs: Observation) -> None:
-    url = engine.metrics_url or engine.base_url + "/metrics"
-    response, error = await get_step(http, engine, url)
-    if response is None:
-        obs.metrics_error = f"/metrics: {error}"
-        return
-    if not response.ok:
-        obs.metrics_error = f"/metrics {describe_status(response)}"
-        return
-    try:
-        snapshot = read_metrics(response.body)
-    except (NotPrometheus, UnicodeDecodeError) as exc:
-        obs.metrics_error = f"/metrics is not Prometheus text ({str(exc)[:60]})"
-        return
-    if not snapshot.has_core:
-        obs.metrics_error = "/metrics has no vllm:* engine metrics (started with --disable-log-stats?)"
-        return
-    obs.metrics = snapshot
+    await shared_metrics_step(
+        http, engine, obs, engine.metrics_url or engine.base_url + "/metrics",
+        label="/metrics", read=read_metrics, unreadable="/metrics is not Prometheus text",
+        missing="/metrics has no vllm:* engine metrics (started with --disable-log-stats?)",
+    )
 
 
 async def generate_step(http: Http, engine: EngineConfig, obs: Observation) -> None:
