@@ -20,7 +20,7 @@ from rapidfuzz import fuzz, process
 
 from bot.kb.schema import ENGINES, Signature
 from bot.matching.index import CompiledKB, mask, tokens
-from bot.text.candidates import find_candidates, has_failure_signal, looks_cut
+from bot.text.candidates import find_candidates, has_failure_signal, looks_cut, looks_like_chat
 from bot.text.extract import coerce_values, global_values
 from bot.text.normalize import Line, Normalized, normalize
 
@@ -59,6 +59,7 @@ class Scored:
     line: Line | None
     values: dict[str, object] = field(default_factory=dict)
     evidence: list[str] = field(default_factory=list)
+    span: tuple[int, int] | None = None  # where the pattern matched within `line.text`
 
 
 @dataclass(slots=True)
@@ -86,6 +87,8 @@ class MatchResult:
             return False
         if p.sig.needs_engine and (self.engine is None or (p.sig.engine in ENGINES and self.engine != p.sig.engine)):
             return False  # for engine-neutral signatures: some engine must show in the paste
+        if looks_like_chat(self.normalized, p.line, p.span):
+            return False  # someone talking about an error ("fixed it, the OOM was ...") is not a paste
         # a specific pattern is itself the failure signal; weaker evidence needs an error in sight
         return p.how in ("pattern", "wrapper") or self.failure_signal
 
@@ -253,7 +256,9 @@ class Matcher:
             how: How = "wrapper" if sig.wrapper else "pattern"
             if not exact:
                 how, confidence = "context", min(confidence, WEAK_CONFIDENCE)
-            scored = Scored(sig, how, confidence, first.line, values)
+            line_start = norm.offsets[first.line.index]
+            span = (first.start - line_start, first.start - line_start + first.length)
+            scored = Scored(sig, how, confidence, first.line, values, span=span)
             fit = self._engine_fit(sig, engine)
             # a signature of another engine than the paste shows ranks below every one that fits,
             # and a failure inferred from context ranks below every failure stated in its own words

@@ -138,3 +138,36 @@ def has_failure_signal(norm: Normalized) -> bool:
             return True
         previous = line
     return False
+
+
+_WORD = re.compile(r"[A-Za-z][a-z']*")
+CHAT_MAX_LINES = 3
+# words of someone talking about an error that is over or elsewhere; engines do not write about
+# yesterday or in the past tense of a fix. Strong markers count double. A question or a plea for
+# help means the person wants the answer after all.
+_CHAT_WORDS = frozenset(
+    ["fixed", "solved", "resolved", "gone", "was", "were", "yesterday", "earlier", "turned", "turns",
+     "prints", "printed", "means", "because", "draft", "outage", "good"]
+)
+_CHAT_STRONG = frozenset(["til", "btw", "fyi", "postmortem", "lgtm", "lol", "thanks", "thx", "imo", "afaik"])
+_HELP_WORDS = frozenset(["anyone", "help", "why", "how", "getting", "seeing", "keep", "keeps", "stuck", "any"])
+
+
+def looks_like_chat(norm: Normalized, line: Line | None, span: tuple[int, int] | None) -> bool:
+    """A short message that talks about an error rather than showing one.
+
+    "fixed it, the OOM was a stray kernel: torch.OutOfMemoryError: CUDA out of memory is gone now"
+    quotes a failure inside a sentence. Engines do not write about yesterday or in the first
+    person, so the words around the matched message decide; pasted output (several lines, a log
+    prefix, a frame) never counts as chat.
+    """
+    if line is None or span is None or len(norm.lines) > CHAT_MAX_LINES:
+        return False
+    if line.level or line.process or line.is_frame:
+        return False
+    text = line.text
+    outside = (text[: span[0]] + " " + text[span[1] :]).lower()
+    words = set(_WORD.findall(outside))
+    if "?" in outside or words & _HELP_WORDS:
+        return False
+    return len(words & _CHAT_WORDS) + 2 * len(words & _CHAT_STRONG) >= 2

@@ -1,0 +1,38 @@
+"""When the bot speaks unprompted: a pasted failure yes, talk about a failure no."""
+
+from __future__ import annotations
+
+import pytest
+
+from bot.core import default_triager
+
+OOM = "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 MiB. GPU 6 has a total capacity of 44.53 GiB of which 448.00 KiB is free."
+
+
+@pytest.mark.parametrize(
+    "chat",
+    [
+        "fixed it — the OOM was because someone left a jupyter kernel on GPU 0. torch.OutOfMemoryError: CUDA out of memory is gone now",
+        "postmortem draft: yesterday's outage was NCCL watchdog timeout (Watchdog caught collective operation timeout) after a switch reboot, all good now",
+        "TIL vLLM prints `No available memory for the cache blocks` when gpu-memory-utilization is too low",
+    ],
+)
+def test_talk_about_a_failure_is_not_answered_unprompted(chat: str) -> None:
+    result = default_triager().match(chat)
+    assert result.primary is not None  # an explicit /triage still gets the answer
+    assert not result.passive
+
+
+@pytest.mark.parametrize(
+    "paste",
+    [
+        OOM,
+        "we keep getting torch.OutOfMemoryError: CUDA out of memory on prod since the upgrade, anyone?",
+        "(VllmWorker rank=0 pid=1) ERROR 01-01 00:00:00 [worker.py:1] " + OOM,
+        "CUDA driver version is insufficient for CUDA runtime version",
+    ],
+)
+def test_pasted_failures_and_pleas_for_help_are_answered(paste: str) -> None:
+    result = default_triager().match(paste)
+    assert result.primary is not None and result.primary.sig.id == "generic.cuda_oom" or "driver" in paste
+    assert result.passive
