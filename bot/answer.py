@@ -19,8 +19,8 @@ from bot.templating import render
 MAX_LINE_CHARS = 500
 
 INCOMPLETE_WRAPPER = (
-    "This line only reports that something below it failed; the cause is printed above it. "
-    "Paste the first error of the log (the lines above this one) to get the root cause."
+    "This line only reports that another part of the engine failed; the cause is printed earlier "
+    "in the log. Paste the first error of the log (the lines above this one) to get the root cause."
 )
 INFERRED = (
     "Inferred from the lines around the failure, not from its own error message: "

@@ -94,3 +94,28 @@ def test_single_triage_is_recorded_and_listed(tmp_path: Path, monkeypatch) -> No
     assert len(incidents) == 1
     assert incidents[0]["signature_id"] == "generic.cuda_oom"
     assert incidents[0]["occurrence_count"] == 2
+
+
+def test_faq_finds_the_entry_that_is_about_the_question() -> None:
+    from bot.core import default_triager
+    from bot.faq import search
+
+    kb = default_triager().kb
+    expect = {
+        "fp8 kv cache": "FP8 KV cache",
+        "how do I pick tensor parallel size": "tensor-parallel",
+        "how to enable prefix caching": "prefix caching",
+        "vllm vs sglang which is faster": "Which engine should we use",
+        "PagedAttention vs RadixAttention": "RadixAttention",
+    }
+    for question, words in expect.items():
+        hits = search(kb, question)
+        assert hits and words in hits[0].question, (question, [h.question for h in hits])
+    assert search(kb, "what is the capital of France") == []
+    assert search(kb, "x") == []
+
+
+def test_faq_json() -> None:
+    result = CliRunner().invoke(cli, ["faq", "--json", "prefix caching"])
+    assert result.exit_code == 0, result.output
+    assert "prefix caching" in json.loads(result.output)[0]["question"].lower()

@@ -66,7 +66,7 @@ def faq(question: tuple[str, ...], as_json: bool) -> None:
 
     hits = search(default_triager().kb, " ".join(question))
     if as_json:
-        click.echo(json.dumps([h.__dict__ | {"docs": list(h.docs)} for h in hits], indent=2))
+        click.echo(json.dumps([h.to_dict() for h in hits], indent=2))
         return
     if not hits:
         click.echo("No FAQ entry matches that question. Try other words, or `triage-bot engines`.")

@@ -279,6 +279,8 @@ class Matcher:
             sig = sigs[sig_index]
             if not sig.is_family or score < FAMILY_GUESS:
                 continue
+            if _band(sig.priority) == 0 and engine is None:
+                continue  # "the engine crashed" needs an engine in sight: an app's own traceback is not ours
             scored = Scored(sig, "evidence", self._family_confidence(score), None, dict(gvalues), clues)
             (family_ranked if score >= FAMILY_THRESHOLD else family_guesses).append(scored)
         # an area the frames point to says more than a wrapper; a generic crash or client error does not
@@ -321,8 +323,8 @@ class Matcher:
                 # some evidence of an area, short of recognition: the best guess for an explicit request
                 primary = family_guesses[0]
 
-        if primary is not None and primary.how == "wrapper" and family_ranked:
-            family_hint = family_ranked[0]
+        if primary is not None and primary.how == "wrapper" and strong_family is not None:
+            family_hint = strong_family  # only an area the frames point to; a client 500 says nothing
         if primary is None or primary.how in ("wrapper", "fuzzy"):
             incomplete = incomplete or looks_cut(norm)
 

@@ -19,8 +19,16 @@ def _confidence_word(confidence: float) -> str:
     return "low"
 
 
+CUT_NOTE = (
+    "The paste was very long: the bot read its start, its end and the error lines in between, "
+    "and cut lines longer than 4,000 characters in the middle."
+)
+
+
 def answer_renderable(answer: Answer) -> Panel:
     parts: list = []
+    if answer.truncated_input:
+        parts.append(Text(CUT_NOTE, style="yellow"))
     if answer.match is None:
         parts.append(Text("No known signature matched this paste.", style="bold"))
         if answer.note:
@@ -38,7 +46,7 @@ def answer_renderable(answer: Answer) -> Panel:
     header.append(f" · {m.engine} · {m.severity} · confidence {m.confidence:.0%} ({_confidence_word(m.confidence)})")
     parts.append(header)
     if m.line:
-        parts.append(Text("matched: ", style="dim") + Text(m.line[:300]))
+        parts.append(Text("matched: ", style="dim") + Text(m.line))
     if answer.note:
         parts.append(Text(answer.note, style="yellow"))
     if answer.family:

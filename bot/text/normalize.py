@@ -15,10 +15,15 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-MAX_CHARS = 200_000  # larger pastes keep their head and their tail (where tracebacks end)
+MAX_CHARS = 200_000  # larger pastes keep their head, their tail, and the error lines between
 HEAD_CHARS = 40_000
-MAX_LINE = 4_000  # a longer line is cut: no engine message is that long
+MIDDLE_LINES = 400  # error-looking lines kept from the part of a huge paste that is cut
+MAX_LINE = 4_000  # a longer line keeps its start and its end: no engine message is that long
+LINE_HEAD = 1_000
 MAX_LINES = 5_000
+_MIDDLE_KEEP = re.compile(
+    r"(?i)error|exception|traceback|fail|fatal|abort|assert|killed|out of memory|timed? ?out|warn"
+)
 
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 _ANSI = re.compile(r"\x1b\[[0-9;?]{0,20}[ -/]{0,3}[@-~]|\x1b[()][0-9A-Za-z]|\^\[\[[0-9;]{0,20}[A-Za-z]|\[[0-9]{1,3}(?:;[0-9]{1,3}){0,4}m")
@@ -179,13 +184,26 @@ def _canonical_level(word: str) -> str:
     return {"I": "INFO", "W": "WARNING", "E": "ERROR", "F": "FATAL", "WARN": "WARNING"}.get(word, word)
 
 
+def _cut_middle(text: str) -> str:
+    """Keep a huge paste's head and tail, and the error-looking lines of the middle (bounded)."""
+    tail_chars = MAX_CHARS - HEAD_CHARS
+    head, middle, tail = text[:HEAD_CHARS], text[HEAD_CHARS:-tail_chars], text[-tail_chars:]
+    kept: list[str] = []
+    for line in middle.split("\n"):
+        if len(kept) >= MIDDLE_LINES:
+            break
+        if _MIDDLE_KEEP.search(line[:MAX_LINE]):
+            kept.append(line[:MAX_LINE])
+    return "\n".join([head, *kept, tail])
+
+
 def normalize(data: bytes | str) -> Normalized:
     """Clean a paste for matching. Never raises on any input; bounded in time by the caps above."""
     text = decode(data)
     original_chars = len(text)
     truncated = False
     if len(text) > MAX_CHARS:
-        text = text[:HEAD_CHARS] + "\n" + text[-(MAX_CHARS - HEAD_CHARS) :]
+        text = _cut_middle(text)
         truncated = True
     text = _CONTROL.sub("", text.replace("\r\n", "\n").replace("\r", "\n"))
     text = _ANSI.sub("", text)
@@ -204,7 +222,7 @@ def normalize(data: bytes | str) -> Normalized:
     position = 0
     for raw in raw_lines:
         if len(raw) > MAX_LINE:
-            raw = raw[:MAX_LINE]
+            raw = raw[:LINE_HEAD] + " … " + raw[-(MAX_LINE - LINE_HEAD) :]
             truncated = True
         stripped = _QUOTE.sub("", raw.strip())
         clean, level, process = strip_prefixes(stripped)
