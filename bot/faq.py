@@ -25,7 +25,6 @@ _STOP = frozenset(
     or with what which who why how when where should can could would will vs versus than at by from
     about into me us use using get set make there their them they one any some""".split()  # noqa: SIM905
 )
-)
 # words people type for the same idea the FAQ words differently
 _SYNONYMS = {
     "tp": "tensor-parallel",
