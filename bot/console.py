@@ -19,6 +19,15 @@ from bot.faq import search
 from bot.render.terminal import print_answer
 
 QUIET_SECONDS = 0.3
+# /triage subcommands that need the Slack workspace or a server; the CLI equivalent for each
+SLACK_ONLY = {
+    "history": "triage-bot history --json [--engine E] [--days N]",
+    "status": "triage-bot check --engines engines.yaml --json",
+    "digest": "triage-bot digest --dry-run [--png PATH]",
+    "search": "triage-bot history --json",
+    "resolve": "the Resolved button in Slack",
+    "mute": "/triage mute in Slack",
+}
 MAX_PASTE_BYTES = 4 * 1024 * 1024
 
 HELP = """Paste an engine error (any length) and the bot answers when the paste ends.
@@ -63,13 +72,19 @@ def handle(triager: Triager, paste: str, console: Console) -> bool:
         if word in ("", "help"):
             console.print(HELP, markup=False)
             return True
-        if word == "faq":
+        if word == "faq" and args.strip():
             hits = search(triager.kb, args)
             if not hits:
                 console.print("No FAQ entry matches that question.")
             for hit in hits[:1]:
                 console.print(f"[bold]{hit.question}[/bold]", highlight=False)
                 console.print(hit.answer, markup=False)
+            return True
+        if word == "faq" and not args.strip():
+            console.print("Usage: /triage faq <question>, e.g. /triage faq what does --mem-fraction-static mean")
+            return True
+        if word in SLACK_ONLY:
+            console.print(f"/triage {word} is a Slack command; here, run: {SLACK_ONLY[word]}", markup=False)
             return True
         if word == "engines":
             from click.testing import CliRunner

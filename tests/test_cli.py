@@ -36,7 +36,9 @@ def test_batch_jsonl(tmp_path: Path) -> None:
     batch.write_text(
         json.dumps({"case": "a", "text": OOM}) + "\n"
         + json.dumps({"case": "b", "text": "lgtm, merging"}) + "\n"
-        + "not json\n",
+        + "not json\n"
+        + json.dumps({"case": "d"}) + "\n"
+        + json.dumps(["a list"]) + "\n",
         encoding="utf-8",
     )
     result = CliRunner().invoke(cli, ["triage", "--jsonl", str(batch)])
@@ -46,6 +48,8 @@ def test_batch_jsonl(tmp_path: Path) -> None:
     assert set(rows[0]) == {"case", "id", "engine", "confidence", "passive"}
     assert rows[1] == {"case": "b", "id": None, "engine": None, "confidence": 0.0, "passive": False}
     assert "error" in rows[2]
+    assert rows[3]["case"] == "d" and "text" in rows[3]["error"]
+    assert rows[4]["case"] is None and "object" in rows[4]["error"]
 
 
 def test_kb_lint_passes_on_the_bundled_kb() -> None:

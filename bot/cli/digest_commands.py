@@ -17,7 +17,7 @@ import click
 @click.option("--png", "png_path", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="Write the chart to this PNG file.")
 @click.option("--tz", "tz", default=None, help="Timezone of the days (default: $TRIAGE_TIMEZONE or UTC).")
-@click.option("--end", "end", default=None, help="ISO time the period ends before (default: now).")
+@click.option("--end", "end", default=None, help="The digest covers the whole local days before this ISO time's midnight (default: now, i.e. up to the end of yesterday, as the Monday digest does).")
 def digest(days: int, dry_run: bool, as_json: bool, png_path: Path | None, tz: str | None, end: str | None) -> None:
     """Build the digest for the last DAYS days (posts it to TRIAGE_DIGEST_CHANNEL without --dry-run)."""
     import os

@@ -23,7 +23,11 @@ import click
 @click.option("--interval", type=click.FloatRange(0.1, 60), default=2.0, show_default=True,
               help="Seconds between passes when --samples > 1.")
 def check(engines_path: str | None, as_json: bool, samples: int, interval: float) -> None:
-    """Check every engine once and print its state (up, degraded or down)."""
+    """Check every engine once and print its state (up, degraded or down).
+
+    Exit status: 0 when every engine is up, 1 when any is degraded or down (usable in scripts),
+    2 when engines.yaml cannot be used.
+    """
     from bot.health.config import ConfigError, load_engines
     from bot.health.monitor import HealthMonitor
 
@@ -46,9 +50,10 @@ def check(engines_path: str | None, as_json: bool, samples: int, interval: float
             await monitor.poller.aclose()
 
     statuses = asyncio.run(run())
+    healthy = all(s.state == "up" for s in statuses)
     if as_json:
         click.echo(json.dumps([s.to_dict() for s in statuses], indent=2, default=str))
-        return
+        sys.exit(0 if healthy else 1)
     colors = {"up": "green", "degraded": "yellow", "down": "red"}
     for s in statuses:
         obs = s.observation
@@ -56,3 +61,4 @@ def check(engines_path: str | None, as_json: bool, samples: int, interval: float
         click.echo(f"{head} {obs.elapsed_s * 1000:7.0f} ms  {obs.detail}")
         for message in s.findings.values():
             click.echo(f"    - {message}")
+    sys.exit(0 if healthy else 1)

@@ -30,11 +30,14 @@ def history(
     url: str | None,
 ) -> None:
     """List incidents, most recently seen first."""
-    from sqlalchemy.exc import DBAPIError
+    from sqlalchemy.exc import ArgumentError, DBAPIError
 
     from bot.history import StorageUnavailable, open_store
 
-    store = open_store(url)
+    try:
+        store = open_store(url)
+    except (ArgumentError, ValueError) as error:
+        raise click.ClickException(f"bad database URL: {error}") from None
     try:
         rows = store.history(engine=engine, signature_id=signature_id, status=status, days=days, limit=limit)
     except StorageUnavailable as error:

@@ -8,6 +8,9 @@ import sys
 import click
 
 from bot.kb.loader import Problem, collect_problems
+from bot.kb.schema import ENGINES
+
+ENGINE_ORDER = list(ENGINES)
 
 
 @click.group()
@@ -97,10 +100,11 @@ def engines(as_json: bool) -> None:
             "engines": {e.id: {"name": e.name, "matrix": e.matrix} for e in kb_.engines.values()},
         }, indent=2))
         return
-    table = Table(title="vLLM vs SGLang vs TensorRT-LLM", show_lines=True)
+    ordered = sorted(kb_.engines.values(), key=lambda e: (ENGINE_ORDER.index(e.id) if e.id in ENGINE_ORDER else 99, e.id))
+    table = Table(title=" vs ".join(e.name for e in ordered), show_lines=True)
     table.add_column("Dimension", style="bold")
-    for engine in kb_.engines.values():
-        table.add_column(engine.name)
+    for engine in ordered:
+        table.add_column(engine.name, overflow="fold")
     for dim in dims:
-        table.add_row(dim.title, *(e.matrix.get(dim.key, "—") for e in kb_.engines.values()))
+        table.add_row(dim.title, *(e.matrix.get(dim.key, "—") for e in ordered))
     Console().print(table)

@@ -11,11 +11,12 @@ from bot.answer import Answer
 log = logging.getLogger(__name__)
 
 CLI_TARGET = "cli"
+RECORD_MIN_CONFIDENCE = 0.5  # a low-confidence guess is shown, not filed as an incident
 
 
 def record_cli_answer(answer: Answer) -> None:
     """Best effort: the answer is already printed, so a history problem is a warning, not a failure."""
-    if answer.match is None:
+    if answer.match is None or answer.match.confidence < RECORD_MIN_CONFIDENCE:
         return
     m = answer.match
     try:

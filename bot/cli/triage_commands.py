@@ -48,27 +48,34 @@ def triage(file: IO[bytes] | None, as_json: bool, jsonl: IO[str] | None, no_reco
 
 
 def _batch(triager, stream: IO[str]) -> None:
+    """One output line per input line, in order; a bad line gets an error row, never a stop."""
     for number, line in enumerate(stream, start=1):
         line = line.strip()
         if not line:
             continue
+        case = None
         try:
             item = json.loads(line)
-            case, text = item.get("case"), item.get("text", "")
+            if not isinstance(item, dict):
+                raise TypeError("each line must be a JSON object")
+            case = item.get("case")
+            if "text" not in item:
+                raise TypeError('missing "text"')
+            text = item["text"]
             if not isinstance(text, str):
-                raise TypeError("text must be a string")
-        except (json.JSONDecodeError, AttributeError, TypeError) as exc:
-            click.echo(json.dumps({"case": None, "line": number, "error": f"bad input line: {exc}"}))
+                raise TypeError('"text" must be a string')
+        except (json.JSONDecodeError, TypeError) as exc:
+            click.echo(json.dumps({"case": case, "line": number, "error": f"bad input line: {exc}"}))
             continue
         result = triager.match(text)
         primary = result.primary
-        engine = None
-        if primary is not None:
-            engine = result.engine if primary.sig.engine in ("generic", "any") else primary.sig.engine
+        engine = result.engine
+        if primary is not None and primary.sig.engine not in ("generic", "any"):
+            engine = primary.sig.engine
         click.echo(json.dumps({
             "case": case,
             "id": primary.sig.id if primary else None,
-            "engine": engine or (result.engine if primary is None else primary.sig.engine),
+            "engine": engine,
             "confidence": round(primary.confidence, 3) if primary else 0.0,
             "passive": result.passive,
         }, ensure_ascii=False))

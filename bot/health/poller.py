@@ -75,8 +75,11 @@ class _EngineHttp:
         except (TimeoutError, httpx.TimeoutException):
             raise TimedOut(f"timed out after {time.perf_counter() - started:.1f} s") from None
         except httpx.ConnectError as exc:
+            # only say "refused" when the OS said so: on call, "refused" means "nothing listens there",
+            # while an unreachable host or a dropped SYN sends people to the network instead
             text = str(exc).lower()
-            raise Refused("connection refused" if "refused" in text or "connection attempts" in text else f"cannot connect: {str(exc)[:80]}") from None
+            reason = "connection refused" if "refused" in text else f"cannot connect: {str(exc)[:80]}"
+            raise Refused(reason) from None
         except httpx.RemoteProtocolError as exc:
             raise BadResponse(f"not a valid HTTP response: {str(exc)[:80]}") from None
         except httpx.HTTPError as exc:

@@ -12,14 +12,20 @@ from bot.health.config import ConfigError, load_engines, parse_engines
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def test_the_example_file_is_valid() -> None:
-    config = load_engines(ROOT / "engines.example.yaml", environ={"LLAMA_PROD_TOKEN": "secret-token"})
+def test_the_example_file_is_valid_as_shipped() -> None:
+    """A new user copies the example and it loads with no extra environment."""
+    config = load_engines(ROOT / "engines.example.yaml", environ={})
     names = [e.name for e in config.engines]
     assert names == ["llama-prod", "qwen-sglang", "trt-a", "triton-a"]
-    llama = config.engines[0]
+    assert config.engines[1].timeout == 30 and config.engines[0].timeout == 5
+
+
+def test_auth_header_comes_from_the_environment_and_stays_out_of_reprs() -> None:
+    data = {"engines": [{"name": "llama-prod", "kind": "vllm", "base_url": "http://127.0.0.1:8000",
+                         "auth_header_env": "LLAMA_PROD_TOKEN"}]}
+    llama = parse_engines(data, environ={"LLAMA_PROD_TOKEN": "secret-token"}).engines[0]
     assert llama.headers() == {"Authorization": "Bearer secret-token"}
     assert "secret-token" not in repr(llama) and "secret-token" not in str(llama.model_dump())
-    assert config.engines[1].timeout == 30 and llama.timeout == 5
 
 
 @pytest.mark.parametrize(("data", "needle"), [
