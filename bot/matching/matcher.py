@@ -292,7 +292,9 @@ class Matcher:
         incomplete = False
         fuzzy_ranked: list[Scored] = []
 
-        mismatched = bool(specific) and not specific[0][0][0]  # the best specific is another engine's
+        # the best specific is another engine's, or only inferred from context: an area the
+        # evidence points to says more
+        mismatched = bool(specific) and not (specific[0][0][0] and specific[0][0][1])
         if specific and not (mismatched and strong_family is not None):
             primary = specific[0][1]
             others = [s for _, s in specific[1:]]

@@ -13,6 +13,7 @@ run on single lines that are capped in length.
 from __future__ import annotations
 
 import re
+import unicodedata
 from dataclasses import dataclass
 
 MAX_CHARS = 200_000  # larger pastes keep their head, their tail, and the error lines between
@@ -205,6 +206,9 @@ def normalize(data: bytes | str) -> Normalized:
     if len(text) > MAX_CHARS:
         text = _cut_middle(text)
         truncated = True
+    if not text.isascii():
+        # full-width punctuation and letters (`：`, `Ｅｒｒｏｒ`) from CJK input methods become ASCII
+        text = unicodedata.normalize("NFKC", text)
     text = _CONTROL.sub("", text.replace("\r\n", "\n").replace("\r", "\n"))
     text = _ANSI.sub("", text)
     text = _FENCE.sub("\n", text)
