@@ -11,6 +11,7 @@ The order of evidence, strongest first:
 
 from __future__ import annotations
 
+import re
 from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Literal
@@ -94,6 +95,7 @@ class MatchResult:
 
 
 LAST_RESORT_PRIORITY = -50
+_URL = re.compile(r"https?://[^\s)>\]]{1,500}")
 
 
 def _band(priority: int) -> int:
@@ -112,7 +114,8 @@ class Matcher:
     # -- stages -----------------------------------------------------------------------------
     def _detect_engine(self, norm: Normalized) -> tuple[str | None, dict[str, float]]:
         scores: dict[str, float] = defaultdict(float)
-        for entry in self.c.scan_engines(norm.prefixed):
+        # a link into an engine's source tree (github.com/vllm-project/...) is not that engine running
+        for entry in self.c.scan_engines(_URL.sub(" ", norm.prefixed)):
             scores[entry.engine] += entry.weight
         if not scores:
             return None, {}
@@ -305,6 +308,8 @@ class Matcher:
             fuzzy = self._fuzzy(norm)
             for sig_index, (score, line) in sorted(fuzzy.items(), key=lambda kv: kv[1][0], reverse=True)[:5]:
                 sig = sigs[sig_index]
+                if self._engine_fit(sig, engine) < 0:
+                    continue  # a resemblance to another engine's message is not evidence
                 fuzzy_ranked.append(
                     Scored(sig, "fuzzy", self._fuzzy_confidence(score, self._engine_fit(sig, engine)), line,
                            dict(gvalues))
@@ -319,6 +324,9 @@ class Matcher:
                 incomplete = True
             elif family_ranked:
                 primary = family_ranked[0]
+                area_guess = next((f for f in family_guesses if _band(f.sig.priority) == 2), None)
+                if _band(primary.sig.priority) == 0 and area_guess is not None:
+                    primary = area_guess  # an area one clue short says more than "it crashed"
             elif fuzzy_ranked and fuzzy_ranked[0].confidence >= EXPLICIT_FLOOR and not fuzzy_ranked[0].sig.wrapper:
                 primary = fuzzy_ranked[0]
             elif family_guesses:

@@ -22,6 +22,7 @@ MAX_CANDIDATE_CHARS = 240
 # Lines that report a failure without naming it: the cause is elsewhere, usually above.
 WRAPPER_LINES = re.compile(
     r"EngineDeadError|AsyncEngineDeadError|Background loop has errored|Engine core initialization failed"
+    r"|\bhit an exception"
     r"|EngineCore failed to start|Scheduler hit an exception|TpModelWorkerClient hit an exception"
     r"|Received sigquit from a child proces|SIGQUIT received|It usually means (?:the|one) child failed"
     r"|MPI_ABORT was invoked|mpirun detected that one or more processes|Primary job\s+terminated"
