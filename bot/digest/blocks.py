@@ -16,17 +16,17 @@ from typing import Any
 from jinja2 import FileSystemLoader, StrictUndefined
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 
+from bot.blockkit import (
+    MAX_BLOCKS,
+    limit_problems,  # noqa: F401 - re-exported for the digest's callers
+)
+from bot.blockkit import MAX_HEADER as HEADER_MAX
+from bot.blockkit import MAX_SECTION as SECTION_MAX
+from bot.blockkit import MAX_TOTAL_TEXT as TOTAL_TEXT_MAX
 from bot.digest.builder import Digest
 from bot.health.alerts import escape
 
 TEMPLATES = Path(__file__).with_name("templates")
-SECTION_MAX = 3000
-HEADER_MAX = 150
-MAX_BLOCKS = 50
-TOTAL_TEXT_MAX = 12_000
-CONTEXT_MAX_ELEMENTS = 10
-FIELDS_MAX = 10
-FIELD_MAX = 2000
 LIST_MAX = 15  # rows per list section
 
 
@@ -115,35 +115,3 @@ def digest_text(d: Digest) -> str:
     return f"{digest_title(d)}: {n.incidents} incidents, {n.new} new, {n.recurring} recurring, MTTR {duration(n.mttr_seconds)}"
 
 
-def limit_problems(blocks: list[dict[str, Any]], *, max_blocks: int = MAX_BLOCKS) -> list[str]:
-    """Every Block Kit limit a message breaks (empty when Slack would accept it)."""
-    problems: list[str] = []
-    if len(blocks) > max_blocks:
-        problems.append(f"{len(blocks)} blocks (max {max_blocks})")
-    total = 0
-    for i, block in enumerate(blocks):
-        kind = block.get("type")
-        text = (block.get("text") or {}).get("text", "")
-        total += len(text)
-        if kind == "header" and len(text) > HEADER_MAX:
-            problems.append(f"block {i}: header text {len(text)} > {HEADER_MAX}")
-        if kind == "section":
-            if len(text) > SECTION_MAX:
-                problems.append(f"block {i}: section text {len(text)} > {SECTION_MAX}")
-            fields = block.get("fields") or []
-            if len(fields) > FIELDS_MAX:
-                problems.append(f"block {i}: {len(fields)} fields > {FIELDS_MAX}")
-            for f in fields:
-                total += len(f.get("text", ""))
-                if len(f.get("text", "")) > FIELD_MAX:
-                    problems.append(f"block {i}: field text > {FIELD_MAX}")
-        if kind == "context":
-            elements = block.get("elements") or []
-            if len(elements) > CONTEXT_MAX_ELEMENTS:
-                problems.append(f"block {i}: {len(elements)} context elements > {CONTEXT_MAX_ELEMENTS}")
-            total += sum(len(e.get("text", "")) for e in elements)
-        if len(block.get("block_id", "")) > 255:
-            problems.append(f"block {i}: block_id > 255")
-    if total > TOTAL_TEXT_MAX:
-        problems.append(f"{total} characters of block text (Slack rejects about {TOTAL_TEXT_MAX})")
-    return problems

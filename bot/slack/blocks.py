@@ -21,16 +21,19 @@ from datetime import datetime
 from typing import Any
 
 from bot.answer import Answer, Candidate
+from bot.blockkit import (  # noqa: F401 - the limits are part of this module's surface
+    MAX_BLOCKS,
+    MAX_BUTTON_TEXT,
+    MAX_BUTTON_VALUE,
+    MAX_CONTEXT_ELEMENTS,
+    MAX_HEADER,
+    MAX_SECTION,
+    MAX_VIEW_BLOCKS,
+    limit_problems,
+)
 from bot.slack.text import code_safe, escape, truncate
 
-MAX_BLOCKS = 50
-MAX_VIEW_BLOCKS = 100
-MAX_SECTION = 3000
-MAX_HEADER = 150
-MAX_CONTEXT_ELEMENTS = 10
 MAX_CONTEXT_TEXT = 2000
-MAX_BUTTON_TEXT = 75
-MAX_BUTTON_VALUE = 2000
 MAX_FALLBACK = 3000
 # Slack rejects a message whose blocks hold more than about 12k characters in all (undocumented);
 # stay clearly below it.
@@ -352,29 +355,4 @@ def without_share_button(blocks: Sequence[dict[str, Any]]) -> list[dict[str, Any
 
 def validate(blocks: Sequence[dict[str, Any]], *, max_blocks: int = MAX_BLOCKS) -> list[str]:
     """The limit violations in a list of blocks (empty when Slack would accept it); used by the stand-in."""
-    problems: list[str] = []
-    if len(blocks) > max_blocks:
-        problems.append(f"{len(blocks)} blocks > {max_blocks}")
-    total = 0
-    for n, block in enumerate(blocks):
-        kind = block.get("type")
-        text = block.get("text", {}).get("text", "") if isinstance(block.get("text"), dict) else ""
-        total += len(text)
-        if kind == "section" and len(text) > MAX_SECTION:
-            problems.append(f"/blocks/{n}/text: {len(text)} > {MAX_SECTION}")
-        if kind == "header" and len(text) > MAX_HEADER:
-            problems.append(f"/blocks/{n}/text: {len(text)} > {MAX_HEADER}")
-        if kind == "context" and len(block.get("elements", [])) > MAX_CONTEXT_ELEMENTS:
-            problems.append(f"/blocks/{n}/elements: more than {MAX_CONTEXT_ELEMENTS}")
-        for element in block.get("elements", []):
-            etext = element.get("text")
-            if isinstance(etext, str):
-                total += len(etext)
-            if element.get("type") == "button":
-                if len(element.get("text", {}).get("text", "")) > MAX_BUTTON_TEXT:
-                    problems.append(f"/blocks/{n}: button text > {MAX_BUTTON_TEXT}")
-                if len(element.get("value", "")) > MAX_BUTTON_VALUE:
-                    problems.append(f"/blocks/{n}: button value > {MAX_BUTTON_VALUE}")
-    if total > 12_000:
-        problems.append(f"block text {total} > 12000 (msg_blocks_too_long)")
-    return problems
+    return limit_problems(blocks, max_blocks=max_blocks)

@@ -60,3 +60,12 @@ def post_answer(deps: Any, client: Any, channel: str, thread_ts: str | None, mes
         deps.delivery.upload(channel, thread_ts or response["ts"], "triage-answer.txt", full_text(),
                              "The full answer", client=client)
     return response
+
+
+def already_handled(deps: Any, body: dict[str, Any]) -> bool:
+    """True when this event id was handled before (a Slack retry, or another replica took it)."""
+    event_id = body.get("event_id")
+    if event_id and deps.history is not None and not deps.history.mark_event_once(event_id):
+        log.info("event %s already handled (retry or another replica)", event_id)
+        return True
+    return False

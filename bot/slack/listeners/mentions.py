@@ -14,7 +14,7 @@ from slack_bolt import App, BoltContext
 from slack_sdk import WebClient
 
 from bot.slack.blocks import text_message
-from bot.slack.listeners import ack_now, logged, post_answer
+from bot.slack.listeners import ack_now, already_handled, logged, post_answer
 from bot.slack.text import strip_mention
 
 log = logging.getLogger(__name__)
@@ -33,10 +33,9 @@ def register(app: App, deps: Any) -> None:
 
 def handle_mention(deps: Any, body: dict[str, Any], event: dict[str, Any], client: WebClient,
                    context: BoltContext) -> None:
-    event_id = body.get("event_id")
-    if event_id and deps.history is not None and not deps.history.mark_event_once(event_id):
-        log.info("event %s already handled (retry or another replica)", event_id)
+    if already_handled(deps, body):
         return
+    event_id = body.get("event_id")
     channel = event.get("channel") or ""
     thread_ts = event.get("thread_ts") or event.get("ts")
     user = event.get("user") or ""

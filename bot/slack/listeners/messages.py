@@ -18,7 +18,7 @@ from typing import Any
 from slack_bolt import App, BoltContext
 from slack_sdk import WebClient
 
-from bot.slack.listeners import ack_now, logged, post_answer
+from bot.slack.listeners import ack_now, already_handled, logged, post_answer
 from bot.slack.text import mentions_of
 
 log = logging.getLogger(__name__)
@@ -54,10 +54,9 @@ def handle_message(deps: Any, body: dict[str, Any], event: dict[str, Any], clien
     bot_user = context.bot_user_id or ""
     if not explicit and bot_user and bot_user in mentions_of(event.get("text", "")):
         return  # app_mention answers it
-    event_id = body.get("event_id")
-    if event_id and deps.history is not None and not deps.history.mark_event_once(event_id):
-        log.info("event %s already handled (retry or another replica)", event_id)
+    if already_handled(deps, body):
         return
+    event_id = body.get("event_id")
     channel = event.get("channel") or ""
     thread_ts = event.get("thread_ts") or event.get("ts")
     user = event.get("user")
