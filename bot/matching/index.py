@@ -27,7 +27,7 @@ EntryKind = Literal["pattern", "evidence", "engine"]
 # with wide bounded windows (`[^\n]{0,80}`, `(?s:.){0,1000}`) multiply DFA states, so they go in
 # small sets of their own.
 SET_CHUNK = 200
-HEAVY_SET_CHUNK = 8
+HEAVY_SET_CHUNK = 12
 SET_MAX_MEM = 32 << 20
 _WINDOW = re.compile(r"\{\d*,(\d+)\}")
 MAX_CHOICE_CHARS = 240

@@ -15,6 +15,7 @@ from __future__ import annotations
 import re
 import unicodedata
 from dataclasses import dataclass
+from typing import NamedTuple
 
 MAX_CHARS = 200_000  # larger pastes keep their head, their tail, and the error lines between
 HEAD_CHARS = 40_000
@@ -83,9 +84,12 @@ _FRAME = re.compile(r'^File "[^"\n]{1,500}", line \d+')
 _CARETS = re.compile(r"^[\^~\s]{1,400}$")
 
 
-@dataclass(frozen=True, slots=True)
-class Line:
-    """One line of the paste: clean text, its original, and what its prefix told us."""
+class Line(NamedTuple):
+    """One line of the paste: clean text, its original, and what its prefix told us.
+
+    A named tuple: a 40,000-character paste makes hundreds of these, and a tuple is the cheapest
+    immutable record to build.
+    """
 
     index: int
     text: str
@@ -223,21 +227,29 @@ def normalize(data: bytes | str) -> Normalized:
     lines: list[Line] = []
     offsets: list[int] = []
     sources: dict[str, None] = {}
+    seen_prefixes: set[str] = set()
     position = 0
     for raw in raw_lines:
         if len(raw) > MAX_LINE:
             raw = raw[:LINE_HEAD] + " … " + raw[-(MAX_LINE - LINE_HEAD) :]
             truncated = True
-        stripped = _QUOTE.sub("", raw.strip())
+        stripped = raw.strip()
+        if stripped[:1] in (">", "&"):
+            stripped = _QUOTE.sub("", stripped)
         clean, level, process = strip_prefixes(stripped)
         if len(clean) < len(stripped):
-            # the logger's own file (`[hermes_tool_parser.py:157]`) says which component spoke
-            for source in _LOG_SOURCE.findall(stripped[: len(stripped) - len(clean)]):
-                sources.setdefault(source, None)
+            # the logger's own file (`[hermes_tool_parser.py:157]`) says which component spoke;
+            # prefixes repeat line after line, so each distinct one is read once
+            prefix = stripped[: len(stripped) - len(clean)]
+            if prefix not in seen_prefixes:
+                seen_prefixes.add(prefix)
+                for source in _LOG_SOURCE.findall(prefix):
+                    sources.setdefault(source, None)
         clean = clean.strip()
         if not clean:
             continue
-        lines.append(Line(len(lines), clean, raw, level, process, bool(_FRAME.match(clean))))
+        is_frame = clean.startswith("File ") and _FRAME.match(clean) is not None
+        lines.append(Line(len(lines), clean, raw, level, process, is_frame))
         offsets.append(position)
         position += len(clean) + 1
     joined = "\n".join(line.text for line in lines)
