@@ -1,8 +1,8 @@
 """Accuracy on real pastes the published corpus does not hold (tests/holdout, gathered from public threads).
 
 `test/` was never used to write the knowledge base: it is the honest estimate of how the bot does
-on pastes it has not seen. `tune/` and `tune2/` were used to generalise signatures; they guard
-against regressions. Thresholds sit a little under the measured values in the issue notes.
+on pastes it has not seen. `tune/`, `tune2/` and `tune3/` were each measured before being used to
+generalise signatures; now they guard against regressions. Thresholds sit a little under the measured values in the issue notes.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ HOLDOUT = Path(__file__).parent / "holdout"
 def reports() -> dict[str, tuple[SetReport, SetReport]]:
     triager = default_triager()
     out = {}
-    for name in ("test", "tune", "tune2"):
+    for name in ("test", "tune", "tune2", "tune3"):
         ev = evaluate(triager, HOLDOUT / name)
         out[name] = (ev.errors, ev.negatives)
     return out
@@ -29,10 +29,10 @@ def reports() -> dict[str, tuple[SetReport, SetReport]]:
 
 def test_unseen_pastes_top1(reports) -> None:
     errors, _ = reports["test"]
-    assert errors.top1() >= 0.80, errors.confused()
+    assert errors.top1() >= 0.85, errors.confused()
 
 
-@pytest.mark.parametrize(("name", "floor"), [("tune", 0.95), ("tune2", 0.85)])
+@pytest.mark.parametrize(("name", "floor"), [("tune", 0.95), ("tune2", 0.95), ("tune3", 0.93)])
 def test_tuning_sets_do_not_regress(reports, name: str, floor: float) -> None:
     errors, _ = reports[name]
     assert errors.top1() >= floor, errors.confused()

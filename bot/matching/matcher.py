@@ -258,6 +258,8 @@ class Matcher:
             confidence = self._pattern_confidence(sig, first.line, engine)
             how: How = "wrapper" if sig.wrapper else "pattern"
             if not exact:
+                if self._engine_fit(sig, engine) < 0:
+                    continue  # another engine's failure guessed from context: no evidence at all
                 how, confidence = "context", min(confidence, WEAK_CONFIDENCE)
             line_start = norm.offsets[first.line.index]
             span = (first.start - line_start, first.start - line_start + first.length)
