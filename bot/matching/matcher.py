@@ -31,7 +31,6 @@ PASSIVE_THRESHOLD = 0.80
 EXPLICIT_FLOOR = 0.25
 FAMILY_THRESHOLD = 1.0
 FAMILY_GUESS = 0.5  # below the threshold, still the best explicit guess (never passive)
-FUZZY_MIN = 72.0
 WEAK_CONFIDENCE = 0.72  # a failure inferred from context: a good explicit answer, never passive
 FUZZY_STRONG = 88.0  # with the engine agreeing, a fuzzy match this close may be answered unprompted
 PREFILTER_CHOICES = 48
