@@ -101,6 +101,20 @@ def _insert(session: Session) -> Any:
     return _dialect_insert(session.get_bind().dialect.name)
 
 
+def _upsert_returning_id(session: Session, model: Any, values: dict[str, Any], key: list[Any],
+                         replace: list[str]) -> int:
+    """INSERT, or on a clash of `key` replace the `replace` columns (and updated_at); return the row id.
+
+    One statement, so two writers racing on the same key end with one row.
+    """
+    stmt = _insert(session)(model).values(**values)
+    stmt = stmt.on_conflict_do_update(
+        index_elements=key,
+        set_={name: getattr(stmt.excluded, name) for name in [*replace, "updated_at"]},
+    ).returning(model.id)
+    return session.execute(stmt).scalar_one()
+
+
 def _mute_covers(at: Any, signature_id: Any, engines: Any) -> tuple[Any, ...]:
     """A mute applies when it has not ended and each of its scopes (signature, engine) is empty or
     matches; an engine scope matches the incident's engine kind or its target (the instance)."""
@@ -526,23 +540,20 @@ class Recorder:
     def _apply_feedback(self, session: Session, a: dict[str, Any]) -> int:
         at = _ts(a["at"])
         _require_incident(session, a["incident_id"])
-        stmt = _insert(session)(Feedback).values(
-            incident_id=a["incident_id"],
-            user_id=a["user"],
-            kind=a["kind"],
-            correct_signature_id=a["correct_signature_id"],
-            created_at=at,
-            updated_at=at,
-        )
-        stmt = stmt.on_conflict_do_update(
-            index_elements=[Feedback.incident_id, Feedback.user_id],
-            set_={
-                "kind": stmt.excluded.kind,
-                "correct_signature_id": stmt.excluded.correct_signature_id,
-                "updated_at": stmt.excluded.updated_at,
+        feedback_id = _upsert_returning_id(
+            session,
+            Feedback,
+            {
+                "incident_id": a["incident_id"],
+                "user_id": a["user"],
+                "kind": a["kind"],
+                "correct_signature_id": a["correct_signature_id"],
+                "created_at": at,
+                "updated_at": at,
             },
-        ).returning(Feedback.id)
-        feedback_id = session.execute(stmt).scalar_one()
+            key=[Feedback.incident_id, Feedback.user_id],
+            replace=["kind", "correct_signature_id"],
+        )
         self._apply_acknowledge(session, {"incident_id": a["incident_id"], "by": a["user"], "at": a["at"]})
         if a["kind"] == "resolved":
             self._apply_resolve(
@@ -609,25 +620,21 @@ class Recorder:
 
     def _apply_posted(self, session: Session, a: dict[str, Any]) -> int:
         at = _ts(a["at"])
-        stmt = _insert(session)(PostedMessage).values(
-            channel=a["channel"],
-            ts=a["ts"],
-            kind=a["kind"],
-            incident_id=a["incident_id"],
-            engine=a["engine"],
-            created_at=at,
-            updated_at=at,
-        )
-        stmt = stmt.on_conflict_do_update(
-            index_elements=[PostedMessage.channel, PostedMessage.ts],
-            set_={
-                "kind": stmt.excluded.kind,
-                "incident_id": stmt.excluded.incident_id,
-                "engine": stmt.excluded.engine,
-                "updated_at": stmt.excluded.updated_at,
+        return _upsert_returning_id(
+            session,
+            PostedMessage,
+            {
+                "channel": a["channel"],
+                "ts": a["ts"],
+                "kind": a["kind"],
+                "incident_id": a["incident_id"],
+                "engine": a["engine"],
+                "created_at": at,
+                "updated_at": at,
             },
-        ).returning(PostedMessage.id)
-        return session.execute(stmt).scalar_one()
+            key=[PostedMessage.channel, PostedMessage.ts],
+            replace=["kind", "incident_id", "engine"],
+        )
 
 
 def _require_incident(session: Session, incident_id: int) -> None:
