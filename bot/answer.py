@@ -32,6 +32,15 @@ INCOMPLETE_CUT = (
 )
 
 
+def confidence_word(confidence: float) -> str:
+    """The word every surface shows beside the percentage, so they all read the same."""
+    if confidence >= 0.9:
+        return "high"
+    if confidence >= 0.7:
+        return "medium"
+    return "low"
+
+
 @dataclass(frozen=True, slots=True)
 class Match:
     id: str

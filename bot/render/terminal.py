@@ -8,16 +8,7 @@ from rich.panel import Panel
 from rich.syntax import Syntax
 from rich.text import Text
 
-from bot.answer import Answer
-
-
-def _confidence_word(confidence: float) -> str:
-    if confidence >= 0.9:
-        return "high"
-    if confidence >= 0.7:
-        return "medium"
-    return "low"
-
+from bot.answer import Answer, confidence_word
 
 CUT_NOTE = (
     "The paste was very long: the bot read its start, its end and the error lines in between, "
@@ -43,7 +34,7 @@ def answer_renderable(answer: Answer) -> Panel:
     header = Text()
     header.append(f"{m.title}\n", style="bold")
     header.append(f"{m.id}", style="cyan")
-    header.append(f" · {m.engine} · {m.severity} · confidence {m.confidence:.0%} ({_confidence_word(m.confidence)})")
+    header.append(f" · {m.engine} · {m.severity} · confidence {m.confidence:.0%} ({confidence_word(m.confidence)})")
     parts.append(header)
     if m.line:
         parts.append(Text("matched: ", style="dim") + Text(m.line))

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from bot.answer import Answer, Candidate
+from bot.answer import Answer, Candidate, confidence_word
 from bot.blockkit import (  # noqa: F401 - the limits are part of this module's surface
     MAX_BLOCKS,
     MAX_BUTTON_TEXT,
@@ -69,14 +69,6 @@ class Repeat:
     last_resolved_by: str | None = None
     last_resolved_at: datetime | None = None
     incident_id: int | None = None
-
-
-def confidence_word(confidence: float) -> str:
-    if confidence >= 0.9:
-        return "high"
-    if confidence >= 0.7:
-        return "medium"
-    return "low"
 
 
 def mrkdwn(text: str) -> dict[str, Any]:
