@@ -16,7 +16,18 @@ from typing import Any
 
 from bot.core import Triager
 
-DEFAULT_CORPUS = Path(__file__).resolve().parents[2] / "shared" / "corpus"
+CHECKOUT = Path(__file__).resolve().parents[1]
+DEFAULT_CORPUS = CHECKOUT.parent / "shared" / "corpus"
+# the project's own never-tuned set: what `eval` measures when the shared corpus is not beside us
+HOLDOUT_TEST = CHECKOUT / "tests" / "holdout" / "test"
+
+
+def default_corpus() -> Path | None:
+    """The shared development corpus when it sits beside the checkout, else the project's held-out set."""
+    for candidate in (DEFAULT_CORPUS, HOLDOUT_TEST):
+        if (candidate / "errors.jsonl").is_file():
+            return candidate
+    return None
 
 
 def read_jsonl(path: Path) -> list[dict[str, Any]]:
@@ -120,10 +131,14 @@ class Evaluation:
         }
 
 
+def _read_optional(path: Path) -> list[dict[str, Any]]:
+    return read_jsonl(path) if path.is_file() else []
+
+
 def evaluate(triager: Triager, corpus: Path = DEFAULT_CORPUS) -> Evaluation:
     errors = read_jsonl(corpus / "errors.jsonl")
-    fresh = read_jsonl(corpus / "fresh.jsonl")
-    negatives = [dict(row, label=None) for row in read_jsonl(corpus / "negatives.jsonl")]
+    fresh = _read_optional(corpus / "fresh.jsonl")
+    negatives = [dict(row, label=None) for row in _read_optional(corpus / "negatives.jsonl")]
     return Evaluation(
         errors=_run(triager, "errors", errors),
         fresh_evidence=_run(triager, "fresh (evidence)", [r for r in fresh if r.get("evidence")]),

@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import Any, Protocol
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from apscheduler.events import EVENT_JOB_ERROR, EVENT_JOB_MISSED, JobExecutionEvent
+from apscheduler.events import EVENT_JOB_ERROR, EVENT_JOB_MAX_INSTANCES, EVENT_JOB_MISSED, JobEvent
 from apscheduler.executors.pool import ThreadPoolExecutor
 from apscheduler.schedulers.background import BackgroundScheduler
 from apscheduler.triggers.base import BaseTrigger
@@ -388,18 +388,19 @@ class TriageScheduler:
         self.clock = clock or (lambda: datetime.now(UTC))
         self.runs: list[tuple[str, datetime]] = []  # (job, slot) run here, for tests and /healthz
         self.errors = 0
+        self.skipped = 0  # slots that found their job still running an earlier slot
         self._job_locks = {j.id: threading.Lock() for j in jobs}
         self._scheduler = BackgroundScheduler(
             executors={"default": ThreadPoolExecutor(max(4, len(jobs) + 1))},
             job_defaults={"coalesce": True, "max_instances": 1},
             timezone=UTC,
         )
-        self._scheduler.add_listener(self._on_event, EVENT_JOB_ERROR | EVENT_JOB_MISSED)
+        self._scheduler.add_listener(self._on_event, EVENT_JOB_ERROR | EVENT_JOB_MISSED | EVENT_JOB_MAX_INSTANCES)
         coordinator.on_leadership(self._catch_up)
 
     def start(self) -> None:
         for spec in self.jobs.values():
-            self._scheduler.add_job(self._run, spec.trigger, args=[spec.id], id=spec.id, name=spec.id,
+            self._scheduler.add_job(self.run_slot, spec.trigger, args=[spec.id], id=spec.id, name=spec.id,
                                     misfire_grace_time=spec.misfire_grace_s, coalesce=True, max_instances=1,
                                     replace_existing=True)
         self._scheduler.start()
@@ -410,14 +411,16 @@ class TriageScheduler:
             self._scheduler.shutdown(wait=wait)
         self.coordinator.stop()
 
-    def _on_event(self, event: JobExecutionEvent) -> None:
+    def _on_event(self, event: JobEvent) -> None:
         if event.code == EVENT_JOB_MISSED:
             log.warning("scheduler: run of %s at %s was missed (beyond its misfire grace)", event.job_id,
-                        event.scheduled_run_time)
+                        getattr(event, "scheduled_run_time", None))
+        elif event.code == EVENT_JOB_MAX_INSTANCES:
+            self.skipped += 1  # APScheduler's own max_instances rule; it logs the warning itself
         else:
             self.errors += 1
 
-    def _run(self, job_id: str, slot: datetime | None = None) -> bool:
+    def run_slot(self, job_id: str, slot: datetime | None = None) -> bool:
         """Run one slot of a job if this replica leads and nobody has claimed the slot yet."""
         spec = self.jobs[job_id]
         if slot is None:
@@ -428,6 +431,7 @@ class TriageScheduler:
         if not lock.acquire(blocking=False):
             # still running an earlier slot (APScheduler's max_instances rule, also for catch-up runs):
             # skip this one rather than queue it behind, or runs would pile up after an overrun
+            self.skipped += 1
             log.warning("scheduler: %s is still running; slot %s skipped", job_id, slot.isoformat())
             return False
         try:
@@ -451,7 +455,7 @@ class TriageScheduler:
         for spec in self.jobs.values():
             slot = slot_of(spec.trigger, now, spec.misfire_grace_s)
             if slot is not None:
-                threading.Thread(target=self._run, args=(spec.id, slot), name=f"catch-up-{spec.id}", daemon=True).start()
+                threading.Thread(target=self.run_slot, args=(spec.id, slot), name=f"catch-up-{spec.id}", daemon=True).start()
 
 
 def default_jobs(

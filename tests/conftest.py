@@ -2,10 +2,19 @@
 
 from __future__ import annotations
 
+import os
 import textwrap
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
+
+# Property tests draw the same examples on every run (derandomize), keep no example database in the
+# checkout, and have no per-example deadline: a loaded CI machine must not turn a slow example into
+# a failure. Set HYPOTHESIS_PROFILE=explore to search with fresh random examples instead.
+settings.register_profile("deterministic", derandomize=True, database=None, deadline=None)
+settings.register_profile("explore", database=None, deadline=None)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "deterministic"))
 
 CORPUS = Path(__file__).resolve().parents[2] / "shared" / "corpus"
 

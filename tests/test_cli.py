@@ -123,3 +123,24 @@ def test_faq_json() -> None:
     result = CliRunner().invoke(cli, ["faq", "--json", "prefix caching"])
     assert result.exit_code == 0, result.output
     assert "prefix caching" in json.loads(result.output)[0]["question"].lower()
+
+
+def test_eval_without_arguments_falls_back_to_the_projects_held_out_set(monkeypatch, tmp_path: Path) -> None:
+    import bot.evaluation as evaluation
+
+    monkeypatch.setattr(evaluation, "DEFAULT_CORPUS", tmp_path / "no-shared-corpus")  # a fresh clone alone
+    result = CliRunner().invoke(cli, ["eval", "--json"])
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.output)
+    assert Path(data["corpus"]) == evaluation.HOLDOUT_TEST
+    assert data["counts"]["errors"] == sum(1 for line in (evaluation.HOLDOUT_TEST / "errors.jsonl").open() if line.strip())
+
+
+def test_eval_says_what_to_pass_when_no_corpus_is_found(monkeypatch, tmp_path: Path) -> None:
+    import bot.evaluation as evaluation
+
+    monkeypatch.setattr(evaluation, "DEFAULT_CORPUS", tmp_path / "none")
+    monkeypatch.setattr(evaluation, "HOLDOUT_TEST", tmp_path / "none-either")
+    result = CliRunner().invoke(cli, ["eval"])
+    assert result.exit_code != 0
+    assert "pass --corpus DIR" in result.output

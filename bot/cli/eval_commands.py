@@ -8,24 +8,29 @@ from pathlib import Path
 import click
 
 from bot.core import default_triager
-from bot.evaluation import DEFAULT_CORPUS, evaluate
+from bot.evaluation import default_corpus, evaluate
 
 
 @click.command("eval")
 @click.option("--corpus", type=click.Path(exists=True, file_okay=False, path_type=Path), default=None,
-              help="Folder with errors.jsonl, fresh.jsonl and negatives.jsonl (default: ../shared/corpus).")
+              help="Folder with errors.jsonl (and optionally fresh.jsonl, negatives.jsonl). Default: "
+                   "../shared/corpus beside the checkout, else the project's held-out set tests/holdout/test.")
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
 @click.option("--misses", is_flag=True, help="List every wrong case.")
 def eval_command(corpus: Path | None, as_json: bool, misses: bool) -> None:
     """Evaluate the matcher on the corpus."""
-    corpus = corpus or DEFAULT_CORPUS
-    if not (corpus / "errors.jsonl").exists():
-        raise click.ClickException(f"no corpus at {corpus}")
+    corpus = corpus or default_corpus()
+    if corpus is None:
+        raise click.ClickException("no corpus found: pass --corpus DIR, a folder with errors.jsonl "
+                                   "(a checkout has tests/holdout/test)")
+    if not (corpus / "errors.jsonl").is_file():
+        raise click.ClickException(f"no errors.jsonl in {corpus}: pass --corpus DIR, a folder with errors.jsonl")
     ev = evaluate(default_triager(), corpus)
     summary = ev.summary()
     if as_json:
-        click.echo(json.dumps(summary, indent=2))
+        click.echo(json.dumps({"corpus": str(corpus), **summary}, indent=2))
         return
+    click.echo(f"corpus: {corpus}")
     click.echo(f"explicit top-1 (errors.jsonl, n={ev.errors.total}):        {ev.errors.top1():.3f}  (target >= 0.95)")
     click.echo(f"passive recall (errors.jsonl):                  {ev.errors.passive_recall():.3f}  (target >= 0.90)")
     click.echo(f"passive false positives (negatives, n={ev.negatives.total}):    {ev.negatives.passive_rate():.3f}  (target <= 0.01)")

@@ -26,13 +26,13 @@ import json
 import queue
 import threading
 import time
-from collections.abc import Callable
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 from bot.slack.blocks import MAX_VIEW_BLOCKS, validate
+from bot.testing.waiting import wait_until
 
 BOT_TOKEN = "xoxb-standin-token"
 APP_TOKEN = "xapp-1-A0STANDIN-1-standin"
@@ -98,6 +98,7 @@ class SlackStandin:
         self.stop_response_urls = False  # True: response_url posts get 503, as when Slack is having trouble
         self._faults: dict[str, list[_Fault]] = {}
         self._delays: dict[str, float] = {}
+        self._holds: dict[str, threading.Event] = {}
         self._lock = threading.Lock()
         self._changed = threading.Condition(self._lock)
         self._ts = itertools.count(1)
@@ -166,6 +167,18 @@ class SlackStandin:
         """Answer `method` (or "download") only after `seconds`: a slow Slack, for ack-timing tests."""
         with self._lock:
             self._delays[method] = seconds
+
+    def hold(self, method: str) -> None:
+        """Answer no call of `method` (or "download", "response_url") until `release(method)`: for ack tests."""
+        with self._lock:
+            self._holds[method] = threading.Event()
+
+    def release(self, method: str) -> None:
+        """Let held calls of `method` through, and answer later ones at once."""
+        with self._lock:
+            gate = self._holds.pop(method, None)
+        if gate is not None:
+            gate.set()
 
     def add_file(self, content: bytes, name: str = "log.txt", mimetype: str = "text/plain",
                  filetype: str = "text", size: int | None = None) -> dict[str, Any]:
@@ -427,10 +440,14 @@ class _Handler(BaseHTTPRequestHandler):
         raw = self.rfile.read(length) if length else b""
         headers = {k.lower(): v for k, v in self.headers.items()}
         path = parts.path
-        kind = "download" if path.startswith("/files-pri/") else path.rsplit("/", 1)[-1]
+        kind = ("download" if path.startswith("/files-pri/") else
+                "response_url" if path.startswith("/response/") else path.rsplit("/", 1)[-1])
         delay = owner._delays.get(kind)
         if delay:
             time.sleep(delay)
+        gate = owner._holds.get(kind)
+        if gate is not None:
+            gate.wait(120)
         if path.startswith("/files-pri/"):
             status, ctype, data = owner.download(path, self._token({}))
             owner._record(Request("download", path, headers, {"file": path.split("/")[2]}, time.time(), status))
@@ -537,16 +554,6 @@ class _SocketModeServer:
                     envelope.ack = frame
                     envelope.acked_at = time.time()
                     self._acked.notify_all()
-
-
-def wait_until(predicate: Callable[[], bool], timeout: float = 10.0, interval: float = 0.02) -> bool:
-    """Poll `predicate` until it holds or `timeout` passes (for effects outside the stand-in)."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(interval)
-    return predicate()
 
 
 __all__ = ["APP_TOKEN", "BOT_TOKEN", "SIGNING_SECRET", "Envelope", "Request", "SlackStandin", "wait_until"]

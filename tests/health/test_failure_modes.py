@@ -39,6 +39,11 @@ EXPECTED: dict[Mode, dict[str, set[str]] | set[str]] = {
     Mode.FAILURES: {"request_failure_rate_high"},
 }
 KINDS = ("vllm", "sglang", "trtllm", "triton")
+# Only these modes are about the deadline (a hung generation probe is how "stuck" shows). Every other engine answers, so it gets a deadline a
+# loaded machine cannot miss: a good answer that timed out would read as a bad check, and two in a
+# row would open "down" on an engine that is only flapping (seen on a loaded 2-core machine).
+TIMEOUT_MODES = {Mode.HANG: 1.0, Mode.SLOW_DRIP: 1.0, Mode.STUCK: 1.0}
+ANSWERING_TIMEOUT = 15.0
 
 
 def expected(mode: Mode, kind: str) -> set[str]:
@@ -58,7 +63,7 @@ def fleet(fakes):
             fake = fakes.add(kind, name=f"{kind}-{mode.value}", mode=mode, **options)
             if kind == "trtllm" and mode is Mode.FAILURES:
                 extra["metrics_url"] = fake.base_url + "/prometheus/metrics"
-            entries.append(engine_entry(fake, **extra))
+            entries.append(engine_entry(fake, timeout=TIMEOUT_MODES.get(mode, ANSWERING_TIMEOUT), **extra))
             modes[fake.name] = (kind, mode)
     return parse_engines({"engines": entries}), modes, fakes
 

@@ -76,7 +76,6 @@ def test_a_50_mb_body_is_abandoned_at_the_cap(fakes) -> None:
     fake = fakes.add("vllm", mode=Mode.HUGE_BODY, **FAST)
     (o,) = check([fake], max_body_bytes=1024 * 1024)
     assert o.health == "ok" and o.metrics is None and "cap" in (o.metrics_error or "")
-    assert o.elapsed_s < 1.0
 
 
 def test_kinds_are_the_probe_modules() -> None:

@@ -8,11 +8,9 @@ one scheduler per database file.
 
 from __future__ import annotations
 
-import itertools
 import os
 import secrets
 import threading
-import time
 from collections import Counter
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -28,6 +26,7 @@ from bot.scheduler import (
     default_jobs,
     slot_of,
 )
+from bot.testing.waiting import wait_until
 
 PG_DSN = os.environ.get("TRIAGE_TEST_PG_DSN", "postgresql://postgres@127.0.0.1:5432/test")
 
@@ -70,26 +69,25 @@ def test_two_schedulers_run_each_check_once_and_one_takes_over(pg_schema: str) -
     a = _replica("A", pg_schema, log, lock)
     b = _replica("B", pg_schema, log, lock)
     a.start()
-    time.sleep(0.3)  # A is leader first, so the hand-over below is from A to B
+    assert wait_until(a.coordinator.is_leader, 30)  # A leads first, so the hand-over below is from A to B
     b.start()
     try:
-        time.sleep(4.2)
+        assert wait_until(lambda: len(a.runs) >= 3, 60), "A never ran three slots"
         a.shutdown()  # closes A's lock connection: the server releases the advisory lock
         stopped_at = datetime.now(UTC)
-        time.sleep(4.2)
+        assert wait_until(lambda: len(b.runs) >= 3, 60), "B never took over"
     finally:
         a.shutdown()
         b.shutdown()
     runs = [("A", slot) for _, slot in a.runs] + [("B", slot) for _, slot in b.runs]
     slots = Counter(slot for _, slot in runs)
     assert all(n == 1 for n in slots.values()), f"a slot ran twice: {slots}"
-    ordered = sorted(slots)
-    gaps = [(x, y) for x, y in itertools.pairwise(ordered) if y - x != timedelta(seconds=1)]
-    assert not gaps, f"slots were missed around the take-over: {gaps}"
     a_slots = [s for r, s in runs if r == "A"]
     b_slots = [s for r, s in runs if r == "B"]
-    assert len(a_slots) >= 3 and len(b_slots) >= 3
-    assert max(a_slots) < min(b_slots) <= stopped_at + timedelta(seconds=1.5), "B took over within a slot"
+    assert max(a_slots) < min(b_slots), "B ran nothing before A stopped"
+    # the hand-over loses no slot: B runs the one after A's last (catch-up covers a slot A missed)
+    assert min(b_slots) - max(a_slots) == timedelta(seconds=1), (max(a_slots), min(b_slots))
+    assert min(b_slots) <= stopped_at + timedelta(seconds=1)
     # the claim rows agree with what ran
     import psycopg
 
@@ -108,16 +106,18 @@ def test_a_leader_that_loses_its_lock_connection_stops_running_jobs(pg_schema: s
                                                           check=lambda: ran.append(datetime.now(UTC)), digest=None, prune=None))
     scheduler.start()
     try:
-        time.sleep(1.5)
+        assert wait_until(lambda: len(ran) >= 1, 30)
         assert coordinator.is_leader()
         with psycopg.connect(PG_DSN, autocommit=True) as admin:  # an outage of that one connection
             admin.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = %s",
                           ("triage-bot scheduler solo",))
-        time.sleep(0.3)
+        # the next slot's check before running finds the lock connection gone (the leader loop
+        # itself polls only every 5 s): from then on nothing runs
+        assert wait_until(lambda: not coordinator.is_leader(verify=False), 30)
         before = len(ran)
-        time.sleep(2.2)
-        assert not coordinator.is_leader(verify=False)
-        assert len(ran) == before, "jobs kept running without the lock"
+        next_slot = datetime.now(UTC).replace(microsecond=0) + timedelta(seconds=1)
+        assert scheduler.run_slot("health_check", next_slot) is False
+        assert len(ran) == before, "a job ran without the lock"
     finally:
         scheduler.shutdown()
 
@@ -130,8 +130,7 @@ def test_sqlite_allows_one_scheduler_per_database_file(tmp_path: Path) -> None:
     try:
         assert first.is_leader() and not second.is_leader()
         first.stop()
-        time.sleep(0.4)
-        assert second.is_leader(), "the standby takes over when the first process stops"
+        assert wait_until(second.is_leader, 30), "the standby takes over when the first process stops"
     finally:
         first.stop()
         second.stop()
@@ -173,10 +172,10 @@ def test_a_failing_job_does_not_stop_the_scheduler() -> None:
                                 default_jobs(SchedulerSettings(check_interval_s=1), check=flaky, digest=None, prune=None))
     scheduler.start()
     try:
-        time.sleep(3.2)
+        assert wait_until(lambda: scheduler.errors >= 3, 60), "the scheduler stopped after a failing run"
     finally:
-        scheduler.shutdown()
-    assert len(calls) >= 3 and scheduler.errors == len(calls)
+        scheduler.shutdown()  # waits for a running job, so the counts below are final
+    assert scheduler.errors == len(calls)
 
 
 def test_sqlite_claims_survive_a_restart(tmp_path: Path) -> None:
@@ -193,14 +192,15 @@ def test_a_run_that_overruns_its_interval_skips_slots_instead_of_piling_up() -> 
     """reliability.md §7 #7: block the job for several intervals; no overlap, no burst afterwards."""
     running, peak, starts = [0], [0], []
     guard = threading.Lock()
+    release = threading.Event()
 
     def job() -> None:
         with guard:
             running[0] += 1
             peak[0] = max(peak[0], running[0])
-            starts.append(time.monotonic())
+            starts.append(datetime.now(UTC))
         if len(starts) == 1:
-            time.sleep(3.3)  # overrun: the slots at +1, +2, +3 s find it still running
+            release.wait(60)  # overrun: the next slots find it still running
         with guard:
             running[0] -= 1
 
@@ -208,10 +208,18 @@ def test_a_run_that_overruns_its_interval_skips_slots_instead_of_piling_up() -> 
                                 default_jobs(SchedulerSettings(check_interval_s=1), check=job, digest=None, prune=None))
     scheduler.start()
     try:
-        time.sleep(6.2)
+        assert wait_until(lambda: scheduler.skipped >= 2, 60), "no slot found the job still running"
+        released_at = datetime.now(UTC)
+        release.set()
+        assert wait_until(lambda: len(scheduler.runs) >= 3, 60)
     finally:
+        release.set()
         scheduler.shutdown()
     assert peak[0] == 1, "two runs of the same job overlapped"
-    after = [t - starts[0] for t in starts[1:]]
-    assert after and min(after) > 3.2, "slots inside the overrun were skipped, not queued"
-    assert all(b - a > 0.5 for a, b in itertools.pairwise(starts)), "no burst of catch-up runs after the overrun"
+    assert len(starts) == len(scheduler.runs)
+    _first, *later = [slot for _, slot in scheduler.runs]
+    # the slots inside the overrun were skipped, not queued: every later run is for a slot that
+    # came due after the release, one run per slot (no burst of catch-up runs)
+    assert later and all(slot > released_at - timedelta(seconds=1) for slot in later), (released_at, later)
+    assert len(later) == len(set(later)) and later == sorted(later)
+    assert all(started > released_at for started in starts[1:])

@@ -49,13 +49,17 @@ def test_url_verification_and_healthz(env: Env) -> None:
     assert httpx.get(env.server.url + "/nope").status_code == 404
 
 
-def test_acks_stay_fast_while_the_work_behind_them_is_slow(env: Env) -> None:
-    env.slack.slow("chat.postMessage", 1.5)  # every reply takes 1.5 s to land
-    elapsed = []
-    for n in range(12):
-        elapsed.append(env.event(req.message(KV_ERROR, ts=f"1700000000.{n:06d}")).elapsed)
-    elapsed.append(env.command("help").elapsed)
-    assert max(elapsed) < 0.5, elapsed  # Slack's limit is 3 s; the work runs after the ack
+def test_acks_never_wait_for_the_work_behind_them(env: Env) -> None:
+    env.slack.hold("chat.postMessage")  # no reply can land until the test lets it
+    try:
+        for n in range(12):
+            env.event(req.message(KV_ERROR, ts=f"1700000000.{n:06d}"))  # asserts the 200
+        env.command("help")
+        # every request was acked while none of the work behind it could finish: the ack does
+        # not wait for the work (Slack's limit is 3 s; how fast acks are is measured in bench/)
+        assert env.posts() == []
+    finally:
+        env.slack.release("chat.postMessage")
     env.settle(30)
     assert len(env.posts()) == 12
 

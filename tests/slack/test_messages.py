@@ -59,7 +59,27 @@ def test_mentions_and_templates_in_a_paste_are_echoed_inert(env: Env) -> None:
     matched = post["blocks"][2]["text"]["text"]
     # live entities become the plain words the reader saw; typed brackets stay escaped
     assert matched.startswith("*Matched*\n```@channel @here @U0BOB {{7*7}} &lt;!channel&gt; ValueError")
-    assert "49" not in raw
+    # the template is never evaluated: no text the reader sees carries its value (ids and
+    # timestamps in the payload's metadata are not looked at: they come from the wall clock)
+    assert not [text for text in _visible_texts(post) if "49" in text]
+
+
+def _visible_texts(post: dict) -> list[str]:
+    """Every string a reader sees in a post: the fallback text and each text object of its blocks."""
+    found = [post.get("text", "")]
+
+    def walk(node: object) -> None:
+        if isinstance(node, dict):
+            if node.get("type") in ("mrkdwn", "plain_text") and isinstance(node.get("text"), str):
+                found.append(node["text"])
+            for value in node.values():
+                walk(value)
+        elif isinstance(node, list):
+            for value in node:
+                walk(value)
+
+    walk(post.get("blocks", []))
+    return found
 
 
 def test_own_and_other_bots_messages_edits_and_deletions_are_ignored(env: Env) -> None:

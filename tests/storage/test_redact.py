@@ -7,8 +7,6 @@ Engine log lines are kept at their real length.
 
 from __future__ import annotations
 
-import time
-
 import pytest
 
 from bot.history.redact import redact, redact_value
@@ -189,11 +187,8 @@ def test_values_are_redacted_recursively_including_keys() -> None:
 
 def test_one_megabyte_paste_is_redacted_in_linear_time() -> None:
     text = (ENGINE_LOG + f"HF_TOKEN={HF}\n") * (1_000_000 // len(ENGINE_LOG))
-    start = time.perf_counter()
-    out = redact(text)
-    assert time.perf_counter() - start < 2.0  # measured ~0.05 s; RE2 cannot backtrack
+    out = redact(text)  # ~0.05 s (bench/bench_storage.py); RE2 cannot backtrack
     assert HF not in out
-    nasty = "a" * 200_000 + "=" + "b" * 200_000 + "://" + ":" * 100_000  # quadratic for a backtracking engine
-    start = time.perf_counter()
-    redact(nasty)
-    assert time.perf_counter() - start < 2.0
+    # quadratic or worse for a backtracking engine: minutes, so a regression shows as a hung suite
+    nasty = "a" * 200_000 + "=" + "b" * 200_000 + "://" + ":" * 100_000
+    assert redact(nasty) == nasty
