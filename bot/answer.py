@@ -13,7 +13,8 @@ from typing import Any
 from jinja2 import TemplateError
 
 from bot.kb.schema import Protocol, Signature
-from bot.matching.matcher import MatchResult, Scored
+from bot.matching.matcher import MatchResult
+from bot.matching.scored import Scored
 from bot.templating import render
 
 MAX_LINE_CHARS = 500
@@ -91,6 +92,7 @@ class Answer:
     others: list[Candidate] = field(default_factory=list)
     candidates: list[Candidate] = field(default_factory=list)
     truncated_input: bool = False
+    rule: str | None = None  # the ranking rule that chose the match (bot/matching/rules.py)
 
     @property
     def found(self) -> bool:
@@ -119,6 +121,7 @@ class Answer:
                 "family": self.family.to_dict() if self.family else None,
                 "others": [c.to_dict() for c in self.others],
                 "truncated_input": self.truncated_input,
+                "rule": self.rule,
             },
         }
 
@@ -176,11 +179,15 @@ def build_answer(result: MatchResult) -> Answer:
         note = INFERRED
     elif result.incomplete:
         note = INCOMPLETE_CUT
+    cause = sig.cause.strip()
+    if primary.how == "evidence" and values.get("area_path"):
+        # the area map decided: say which file, so the reader can check the call
+        cause += f" The deepest engine frame outside its plumbing is in `{values['area_path']}`."
     return Answer(
         match=match,
         passive=result.passive,
         engine=result.engine,
-        cause=sig.cause.strip(),
+        cause=cause,
         recovery=recovery,
         commands=commands,
         faq=sig.faq.strip(),
@@ -192,4 +199,5 @@ def build_answer(result: MatchResult) -> Answer:
         others=[_candidate(s) for s in result.others],
         candidates=candidates,
         truncated_input=result.normalized.truncated,
+        rule=result.rule,
     )

@@ -8,6 +8,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
@@ -18,8 +19,9 @@ from bot.core import Triager
 
 CHECKOUT = Path(__file__).resolve().parents[1]
 DEFAULT_CORPUS = CHECKOUT.parent / "shared" / "corpus"
-# the project's own never-tuned set: what `eval` measures when the shared corpus is not beside us
-HOLDOUT_TEST = CHECKOUT / "tests" / "holdout" / "test"
+# the project's own never-tuned set: the newest third of real threads taken as they came
+HOLDOUT_TEST = CHECKOUT / "tests" / "holdout" / "traffic_test"
+SPECIFIC_TIERS = ("vllm", "sglang", "trtllm", "generic", "health")
 
 
 def default_corpus() -> Path | None:
@@ -44,6 +46,11 @@ class CaseResult:
     passive: bool
     correct: bool
     engine: str | None
+    evidence: bool = True  # the paste alone shows its failure (False: cut before the cause)
+
+    @property
+    def specific(self) -> bool:
+        return bool(self.label) and self.label.split(".", 1)[0] in SPECIFIC_TIERS
 
 
 @dataclass
@@ -57,6 +64,18 @@ class SetReport:
 
     def top1(self) -> float:
         return sum(r.correct for r in self.results) / self.total if self.total else 0.0
+
+    def subset(self, name: str, keep: Any) -> SetReport:
+        return SetReport(f"{self.name} {name}", [r for r in self.results if keep(r)])
+
+    def calibration(self, edges: tuple[float, ...] = (0.0, 0.4, 0.6, 0.8, 1.0001)) -> list[tuple[float, float, int, float]]:
+        """(low, high, answers, share right) per confidence band, over the explicit answers."""
+        answered = [r for r in self.results if r.predicted]
+        table = []
+        for low, high in itertools.pairwise(edges):
+            inside = [r for r in answered if low <= r.confidence < high]
+            table.append((low, min(high, 1.0), len(inside), sum(r.correct for r in inside) / len(inside) if inside else 0.0))
+        return table
 
     def passive_recall(self) -> float:
         return sum(r.correct and r.passive for r in self.results) / self.total if self.total else 0.0
@@ -92,6 +111,7 @@ def _run(triager: Triager, name: str, rows: list[dict[str, Any]]) -> SetReport:
                 passive=result.passive,
                 correct=predicted in accepted if label else predicted is None,
                 engine=result.engine,
+                evidence=bool(row.get("evidence", True)),
             )
         )
     return report
@@ -122,6 +142,11 @@ class Evaluation:
             "negatives_passive_fp": round(self.negatives.passive_rate(), 4),
             "fresh_evidence_top1": round(self.fresh_evidence.top1(), 4),
             "fresh_cut_top1": round(self.fresh_cut.top1(), 4),
+            "errors_evidence_top1": round(self.errors.subset("evidence", lambda r: r.evidence).top1(), 4),
+            "errors_specific_top1": round(self.errors.subset("specific", lambda r: r.specific).top1(), 4),
+            "errors_family_top1": round(self.errors.subset("family", lambda r: not r.specific).top1(), 4),
+            "calibration": [{"low": lo, "high": hi, "answers": n, "right": round(acc, 4)}
+                            for lo, hi, n, acc in self.errors.calibration()],
             "counts": {
                 "errors": self.errors.total,
                 "fresh_evidence": self.fresh_evidence.total,

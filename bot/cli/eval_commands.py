@@ -14,7 +14,7 @@ from bot.evaluation import default_corpus, evaluate
 @click.command("eval")
 @click.option("--corpus", type=click.Path(exists=True, file_okay=False, path_type=Path), default=None,
               help="Folder with errors.jsonl (and optionally fresh.jsonl, negatives.jsonl). Default: "
-                   "../shared/corpus beside the checkout, else the project's held-out set tests/holdout/test.")
+                   "../shared/corpus beside the checkout, else the project's never-tuned set tests/holdout/traffic_test.")
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
 @click.option("--misses", is_flag=True, help="List every wrong case.")
 def eval_command(corpus: Path | None, as_json: bool, misses: bool) -> None:
@@ -22,7 +22,7 @@ def eval_command(corpus: Path | None, as_json: bool, misses: bool) -> None:
     corpus = corpus or default_corpus()
     if corpus is None:
         raise click.ClickException("no corpus found: pass --corpus DIR, a folder with errors.jsonl "
-                                   "(a checkout has tests/holdout/test)")
+                                   "(a checkout has tests/holdout/traffic_test)")
     if not (corpus / "errors.jsonl").is_file():
         raise click.ClickException(f"no errors.jsonl in {corpus}: pass --corpus DIR, a folder with errors.jsonl")
     ev = evaluate(default_triager(), corpus)
@@ -36,8 +36,12 @@ def eval_command(corpus: Path | None, as_json: bool, misses: bool) -> None:
     click.echo(f"passive false positives (negatives, n={ev.negatives.total}):    {ev.negatives.passive_rate():.3f}  (target <= 0.01)")
     click.echo(f"explicit top-1 (fresh with evidence, n={ev.fresh_evidence.total}):  {ev.fresh_evidence.top1():.3f}  (target >= 0.85)")
     click.echo(f"explicit top-1 (fresh cut before cause, n={ev.fresh_cut.total}): {ev.fresh_cut.top1():.3f}  (informational)")
-    click.echo("\ncalibration (confidence bin: answers, accuracy)")
-    for low, high, count, accuracy in ev.calibration():
+    for name, keep in (("with evidence", lambda r: r.evidence), ("specific tier", lambda r: r.specific),
+                       ("family tier", lambda r: not r.specific)):
+        part = ev.errors.subset(name, keep)
+        click.echo(f"explicit top-1 (errors.jsonl {name}, n={part.total}): {part.top1():.3f}")
+    click.echo("\ncalibration of errors.jsonl (confidence band: answers, share right; target >= 0.95 at 0.8+)")
+    for low, high, count, accuracy in ev.errors.calibration():
         click.echo(f"  {low:.1f}-{high:.1f}: {count:4d}  {accuracy:.2f}")
     click.echo("\nmost confused (label -> predicted):")
     for report in (ev.errors, ev.fresh_evidence):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
+from pathlib import Path
 
 import click
 
@@ -39,6 +40,25 @@ def lint(quiet: bool, no_cross_check: bool) -> None:
     click.echo(f"kb lint: {len(errors)} error(s), {len(warnings)} warning(s)")
     if errors:
         sys.exit(1)
+
+
+@kb.command()
+@click.option("--update", "update", type=click.Path(exists=True, dir_okay=False, path_type=Path), default=None,
+              help="Rewrite the rules block (between <!-- rules:start --> and <!-- rules:end -->) of this file.")
+def rules(update: Path | None) -> None:
+    """Print the ranking rules, in the order they decide (docs/knowledge-base.md shows this)."""
+    from bot.matching.rules import markdown
+
+    if update is None:
+        click.echo(markdown(), nl=False)
+        return
+    text = update.read_text(encoding="utf-8")
+    start, end = "<!-- rules:start -->\n", "<!-- rules:end -->"
+    if start not in text or end not in text:
+        raise click.ClickException(f"{update} has no {start.strip()} ... {end} block")
+    head, rest = text.split(start, 1)
+    update.write_text(head + start + markdown() + end + rest.split(end, 1)[1], encoding="utf-8")
+    click.echo(f"updated the rules block of {update}")
 
 
 def cross_check(kb_) -> list[Problem]:

@@ -17,6 +17,8 @@ from pydantic import ValidationError
 
 from bot.kb.regex import RegexError, compile_pattern
 from bot.kb.schema import (
+    AREA_CORE,
+    AREA_MODEL,
     EngineInfo,
     FaqEntry,
     FaqFile,
@@ -237,6 +239,14 @@ def collect_problems(directory: Path | None = None) -> tuple[KnowledgeBase | Non
                     problems.append(Problem("taxonomy.yaml", line, f"taxonomy id {sig_id!r} has no signature"))
     else:
         problems.append(Problem("taxonomy.yaml", 0, "taxonomy.yaml is missing"))
+
+    families = {s.id for s in signatures if s.is_family}
+    for info in engines.values():
+        for prefix, family in info.areas.items():
+            if family not in families and family not in (AREA_CORE, AREA_MODEL):
+                file = next((f for f, _ in source.values() if f.startswith(info.id)), f"{info.id}.yaml")
+                problems.append(Problem(file, 1, f"area {prefix!r}: {family!r} is not a family id, "
+                                                 f"{AREA_CORE!r} or {AREA_MODEL!r}"))
 
     if any(p.level == "error" for p in problems):
         return None, problems

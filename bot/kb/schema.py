@@ -164,6 +164,20 @@ class EngineInfo(Strict):
     detect: list[Clue] = Field(min_length=1)
     docs: list[str] = Field(default_factory=list)
     matrix: dict[str, str] = Field(default_factory=dict)
+    # the engine's source tree by area: path prefix -> family id, AREA_CORE or AREA_MODEL
+    areas: dict[str, str] = Field(default_factory=dict)
+
+    @field_validator("areas")
+    @classmethod
+    def _area_prefixes(cls, value: dict[str, str]) -> dict[str, str]:
+        for prefix in value:
+            if not re.fullmatch(r"[\w.-]+(/[\w.-]+)*/?", prefix):
+                raise ValueError(f"area prefix {prefix!r} must be a relative path (a directory ends in '/')")
+        return value
+
+
+AREA_CORE = "core"  # engine plumbing: a frame here says nothing about a feature
+AREA_MODEL = "model"  # one model's implementation: a crash there is that model's bug
 
 
 class KnowledgeFile(Strict):

@@ -13,53 +13,50 @@ from __future__ import annotations
 
 import re
 from collections import defaultdict
-from dataclasses import dataclass, field
-from typing import Literal
+from dataclasses import dataclass
 
 import numpy as np
 from rapidfuzz import fuzz, process
 
-from bot.kb.schema import ENGINES, Signature
+from bot.kb.schema import AREA_MODEL, ENGINES, Signature
+from bot.matching.areas import Areas, deciding
+from bot.matching.exceptions import area_of_object, missing_submodule, read_exception, version_skew
 from bot.matching.index import CompiledKB, mask, tokens
-from bot.text.candidates import find_candidates, has_failure_signal, looks_cut, looks_like_chat
+from bot.matching.rules import (
+    Found,
+    decide,
+    engine_fit,
+    family_admission,
+    family_confidence,
+    family_rank,
+    specific_rank,
+)
+from bot.matching.scored import Hit, How, Scored
+from bot.text.candidates import (
+    find_candidates,
+    has_failure_signal,
+    looks_cut,
+    looks_like_chat,
+    reports_a_problem,
+)
 from bot.text.extract import coerce_values, global_values
 from bot.text.normalize import Line, Normalized, normalize
 
-How = Literal["pattern", "context", "wrapper", "evidence", "fuzzy"]
-
 PASSIVE_THRESHOLD = 0.80
-EXPLICIT_FLOOR = 0.25
-FAMILY_THRESHOLD = 1.0
-FAMILY_GUESS = 0.5  # below the threshold, still the best explicit guess (never passive)
+MESSAGE_ENGINE_WEIGHT = 2.5  # a matched message of one engine's own signature, towards that engine
+AREA_WEIGHT = 1.5  # the deciding frame's area: enough to recognise its family on its own
+AREA_WEIGHT_CUT = 0.6  # the same when the paste stops inside the traceback: a guess
+SKEW_WEIGHT = 2.5  # an exception whose shape is version skew: above an area (the area is where it surfaced)
+LAST_RESORT = "fallback.unexplained_crash"
+VERSION_SKEW = "install.dependency_version_mismatch"
+WEIGHT_LOADING = "component.weight_loading"
+# a crash in these functions of a model file is a checkpoint that does not fit the model's weights
+WEIGHT_LOADING_FUNCTIONS = frozenset({"load_weights", "_load_weights", "weight_loader", "load_state_dict",
+                                      "load_model", "_load_model", "load_weight", "_load_w13", "_load_w2"})
 WEAK_CONFIDENCE = 0.72  # a failure inferred from context: a good explicit answer, never passive
 FUZZY_STRONG = 88.0  # with the engine agreeing, a fuzzy match this close may be answered unprompted
 PREFILTER_CHOICES = 48
 FUZZY_FULL_LENGTH = 40.0  # lines shorter than this get proportionally less credit
-
-
-@dataclass(frozen=True, slots=True)
-class Hit:
-    """One signature pattern found in the paste."""
-
-    sig_index: int
-    line: Line
-    start: int
-    length: int
-    values: dict[str, str]
-    weak: bool = False
-
-
-@dataclass(slots=True)
-class Scored:
-    """A signature with everything the paste said in its favour."""
-
-    sig: Signature
-    how: How
-    confidence: float
-    line: Line | None
-    values: dict[str, object] = field(default_factory=dict)
-    evidence: list[str] = field(default_factory=list)
-    span: tuple[int, int] | None = None  # where the pattern matched within `line.text`
 
 
 @dataclass(slots=True)
@@ -73,6 +70,7 @@ class MatchResult:
     family_hint: Scored | None  # the family when the primary is only a wrapper
     incomplete: bool  # the paste holds only a wrapper or stops before its cause
     global_values: dict[str, object]
+    rule: str | None = None  # the ranking rule that chose the primary (bot/matching/rules.py)
 
     @property
     def failure_signal(self) -> bool:
@@ -93,15 +91,7 @@ class MatchResult:
         return p.how in ("pattern", "wrapper") or self.failure_signal
 
 
-LAST_RESORT_PRIORITY = -50
 _URL = re.compile(r"https?://[^\s)>\]]{1,500}")
-
-
-def _band(priority: int) -> int:
-    """2 for area families, 1 for weak symptoms (negative priority), 0 for the last resort."""
-    if priority >= 0:
-        return 2
-    return 1 if priority > LAST_RESORT_PRIORITY else 0
 
 
 class Matcher:
@@ -109,13 +99,24 @@ class Matcher:
 
     def __init__(self, compiled: CompiledKB):
         self.c = compiled
+        self.areas = Areas(compiled.kb.engines.values())
+        self.index = {sig.id: i for i, sig in enumerate(compiled.signatures)}
+        self.last_resort = compiled.kb.get(LAST_RESORT)
 
     # -- stages -----------------------------------------------------------------------------
-    def _detect_engine(self, norm: Normalized) -> tuple[str | None, dict[str, float]]:
+    def _detect_engine(self, norm: Normalized, hits: dict[int, list[Hit]]) -> tuple[str | None, dict[str, float]]:
         scores: dict[str, float] = defaultdict(float)
         # a link into an engine's source tree (github.com/vllm-project/...) is not that engine running
         for entry in self.c.scan_engines(_URL.sub(" ", norm.prefixed)):
             scores[entry.engine] += entry.weight
+        # a failure message that only one engine prints is the strongest evidence that it runs,
+        # whatever else the paste names (another engine's logs, a pip list, a question)
+        stated = {self.c.signatures[i].engine for i, sig_hits in hits.items()
+                  if self._states_engine_failure(self.c.signatures[i], sig_hits)}
+        for engine in stated:
+            scores[engine] += MESSAGE_ENGINE_WEIGHT
+        if len(stated) == 1:
+            return next(iter(stated)), dict(scores)
         if not scores:
             return None, {}
         ranked = sorted(scores.items(), key=lambda kv: kv[1], reverse=True)
@@ -124,6 +125,13 @@ class Matcher:
         if best_score >= 1.0 and best_score > second:
             return best, dict(scores)
         return None, dict(scores)
+
+    @staticmethod
+    def _states_engine_failure(sig: Signature, sig_hits: list[Hit]) -> bool:
+        """One engine's own failure message, in its own words: not a wrapper, not from context, and
+        not a message that other software prints too (`needs_engine`: CUDA, PyTorch, MPI, Ray)."""
+        return (sig.engine in ENGINES and not sig.wrapper and not sig.is_family and not sig.needs_engine
+                and any(not h.weak for h in sig_hits))
 
     def _hits(self, norm: Normalized, fired: list[int]) -> dict[int, list[Hit]]:
         hits: dict[int, list[Hit]] = defaultdict(list)
@@ -183,17 +191,8 @@ class Matcher:
         return best
 
     # -- confidence ---------------------------------------------------------------------------
-    @staticmethod
-    def _engine_fit(sig: Signature, engine: str | None) -> int:
-        """1 when the signature fits the detected engine, 0 when unknown, -1 when it conflicts."""
-        if sig.engine not in ENGINES:
-            return 1 if engine else 0
-        if engine is None:
-            return 0
-        return 1 if sig.engine == engine else -1
-
     def _pattern_confidence(self, sig: Signature, line: Line, engine: str | None) -> float:
-        fit = self._engine_fit(sig, engine)
+        fit = engine_fit(sig, engine)
         confidence = 0.93 + 0.04 * max(fit, 0)
         if fit < 0:
             confidence -= 0.30
@@ -202,10 +201,6 @@ class Matcher:
         if sig.wrapper:
             confidence = 0.84 if fit > 0 else (0.72 if fit == 0 else 0.5)
         return max(0.0, min(0.99, confidence))
-
-    @staticmethod
-    def _family_confidence(score: float) -> float:
-        return min(0.9, 0.45 + 0.2 * score)
 
     @staticmethod
     def _fuzzy_confidence(score: float, fit: int) -> float:
@@ -228,126 +223,143 @@ class Matcher:
             sources = "\n".join(f"log source: {name}" for name in norm.log_sources)
             seen = set(fired)
             fired += [i for i in self.c.scan(sources) if i not in seen and self.c.entries[i].kind == "evidence"]
-        engine, engine_scores = self._detect_engine(norm)
         hits = self._hits(norm, fired)
-        families = self._family_scores(norm, fired)
+        engine, engine_scores = self._detect_engine(norm, hits)
         gvalues = global_values(norm.text)
-        sigs = self.c.signatures
+        found = Found(engine, last_resort=self.last_resort, failure_signal=lambda: reports_a_problem(norm),
+                      values=gvalues)
+        families = self._family_scores(norm, fired)
+        family_values = self._area_and_exception(norm, engine, families)
+        self._score_specific(norm, hits, families, gvalues, found)
+        self._score_families(families, gvalues, family_values, found)
+        if not found.specific:
+            found.fuzzy = self._score_fuzzy(norm, engine, gvalues)
 
-        specific: list[tuple[tuple, Scored]] = []
-        wrappers: list[tuple[tuple, Scored]] = []
+        decision = decide(found)
+        primary = decision.primary if decision else None
+        family_hint = None
+        if primary is not None and primary.how == "wrapper":
+            family_hint = found.area  # only an area the frames point to; a client 500 says nothing
+        incomplete = decision.incomplete if decision else False
+        if primary is None or primary.how in ("wrapper", "fuzzy"):
+            incomplete = incomplete or looks_cut(norm)
+        nearest = [s for s in found.fuzzy if primary is None or s.sig.id != primary.sig.id][:3]
+        return MatchResult(
+            normalized=norm,
+            engine=engine,
+            engine_scores=engine_scores,
+            primary=primary,
+            others=decision.others if decision else [],
+            nearest=nearest,
+            family_hint=family_hint,
+            incomplete=incomplete,
+            global_values=gvalues,
+            rule=decision.rule if decision else None,
+        )
+
+    # -- scoring: every candidate of each kind, ranked ------------------------------------------
+    def _score_specific(self, norm: Normalized, hits: dict[int, list[Hit]],
+                        families: dict[int, tuple[float, list[str]]], gvalues: dict[str, object],
+                        found: Found) -> None:
+        """Specific and wrapper matches, ranked by `specific_rank`; a family's own pattern adds to its evidence."""
+        sigs = self.c.signatures
+        specific: list[tuple[tuple[object, ...], Scored]] = []
+        wrappers: list[tuple[tuple[object, ...], Scored]] = []
         for sig_index, sig_hits in hits.items():
             sig = sigs[sig_index]
             exact_hits = [h for h in sig_hits if not h.weak]
             exact = bool(exact_hits)
             ranked_hits = exact_hits or sig_hits
             first = min(ranked_hits, key=lambda h: h.start)
-            # the signature's own captures override values found elsewhere; the first capture wins
-            own: dict[str, object] = {}
-            for hit in sorted(sig_hits, key=lambda h: h.start):
-                for key, value in coerce_values(hit.values).items():
-                    own.setdefault(key, value)
-            values: dict[str, object] = {**gvalues, **own}
-            longest = max(h.length for h in ranked_hits)
             if sig.is_family:
                 # a family's own message counts as certain evidence; a context pattern as some
                 score, clues = families.get(sig_index, (0.0, []))
                 families[sig_index] = (score + (2.0 if exact else 1.0), [*clues, "pattern"])
                 continue
-            confidence = self._pattern_confidence(sig, first.line, engine)
+            fit = engine_fit(sig, found.engine)
+            if not exact and fit < 0:
+                continue  # another engine's failure guessed from context: no evidence at all
+            # the signature's own captures override values found elsewhere; the first capture wins
+            own: dict[str, object] = {}
+            for hit in sorted(sig_hits, key=lambda h: h.start):
+                for key, value in coerce_values(hit.values).items():
+                    own.setdefault(key, value)
+            confidence = self._pattern_confidence(sig, first.line, found.engine)
             how: How = "wrapper" if sig.wrapper else "pattern"
             if not exact:
-                if self._engine_fit(sig, engine) < 0:
-                    continue  # another engine's failure guessed from context: no evidence at all
                 how, confidence = "context", min(confidence, WEAK_CONFIDENCE)
             line_start = norm.offsets[first.line.index]
             span = (first.start - line_start, first.start - line_start + first.length)
-            scored = Scored(sig, how, confidence, first.line, values, span=span)
-            fit = self._engine_fit(sig, engine)
-            # a signature of another engine than the paste shows ranks below every one that fits,
-            # and a failure inferred from context ranks below every failure stated in its own words
-            key = (fit >= 0, exact, sig.priority, max(fit, 0), longest, -first.line.index)
+            scored = Scored(sig, how, confidence, first.line, {**gvalues, **own}, span=span)
+            key = specific_rank(sig, fit, exact, max(h.length for h in ranked_hits), first.line.index)
             (wrappers if sig.wrapper else specific).append((key, scored))
+        found.specific = [s for _, s in sorted(specific, key=lambda kv: kv[0], reverse=True)]
+        found.wrappers = [s for _, s in sorted(wrappers, key=lambda kv: kv[0], reverse=True)]
 
-        specific.sort(key=lambda kv: kv[0], reverse=True)
-        wrappers.sort(key=lambda kv: kv[0], reverse=True)
+    def _area_and_exception(self, norm: Normalized, engine: str | None,
+                            families: dict[int, tuple[float, list[str]]]) -> dict[int, dict[str, object]]:
+        """Family evidence from where the crash happened (areas.py) and what its exception means
+        (exceptions.py); returns the values each family's answer can quote (the file, the model,
+        the two packages that disagree)."""
+        values: dict[int, dict[str, object]] = {}
 
-        # families rank by priority band (area families, then weak symptoms such as client errors,
-        # then the fallback as the last resort), and within a band by evidence
-        family_ranked: list[Scored] = []
-        ranked_families = sorted(
-            families.items(), key=lambda kv: (_band(sigs[kv[0]].priority), kv[1][0]), reverse=True
-        )
-        family_guesses: list[Scored] = []
-        for sig_index, (score, clues) in ranked_families:
+        def add(family: str, weight: float, clue: str, found_values: dict[str, object]) -> None:
+            index = self.index.get(family)
+            if index is None:
+                return
+            score, clues = families.get(index, (0.0, []))
+            families[index] = (score + weight, [*clues, clue])
+            values.setdefault(index, {}).update(found_values)
+
+        decider = deciding(self.areas.locate(norm)) if norm.text else None
+        raised = read_exception(norm) if norm.text else None
+        named = area_of_object(raised) if raised is not None else None
+        if named is not None:
+            area, cls = named
+            if area == AREA_MODEL:
+                add(LAST_RESORT, AREA_WEIGHT, f"exception: {cls} (a model class) lacks an attribute", {"area_model": cls})
+            else:
+                add(area, AREA_WEIGHT, f"exception: {cls} object lacks an attribute", {})
+        elif decider is not None:
+            area_values: dict[str, object] = {"area_path": decider.path}
+            family = decider.family
+            if family == AREA_MODEL:
+                area_values["area_model"] = decider.model
+                family = WEIGHT_LOADING if decider.function in WEIGHT_LOADING_FUNCTIONS else LAST_RESORT
+            # a paste cut inside the frames hides the frame that raised: the last visible one only hints
+            add(family, AREA_WEIGHT_CUT if looks_cut(norm) else AREA_WEIGHT, f"area: {decider.path}", area_values)
+        skew = version_skew(norm, raised, engine) if raised is not None else None
+        skew = skew or (missing_submodule(norm, engine) if "No module named" in norm.text else None)
+        if skew is not None:
+            add(VERSION_SKEW, SKEW_WEIGHT, f"version skew: {skew.package} vs {skew.other}", skew.values())
+        return values
+
+    def _score_families(self, families: dict[int, tuple[float, list[str]]], gvalues: dict[str, object],
+                        family_values: dict[int, dict[str, object]], found: Found) -> None:
+        """Recognised families and guesses, ranked by `family_rank`, admitted by `family_admission`."""
+        sigs = self.c.signatures
+        scores = sorted((v[0] for k, v in families.items() if sigs[k].is_family), reverse=True)
+        for sig_index, (score, clues) in sorted(families.items(), key=lambda kv: family_rank(sigs[kv[0]], kv[1][0]),
+                                                reverse=True):
             sig = sigs[sig_index]
-            if not sig.is_family or score < FAMILY_GUESS:
+            if not sig.is_family:
                 continue
-            if _band(sig.priority) == 0 and engine is None:
-                continue  # "the engine crashed" needs an engine in sight: an app's own traceback is not ours
-            scored = Scored(sig, "evidence", self._family_confidence(score), None, dict(gvalues), clues)
-            (family_ranked if score >= FAMILY_THRESHOLD else family_guesses).append(scored)
-        # an area the frames point to says more than a wrapper; a generic crash or client error does not
-        strong_family = next((f for f in family_ranked if f.sig.priority >= 0), None)
+            admitted = family_admission(sig, score, found.engine)
+            if admitted is None:
+                continue
+            rival = scores[1] if score == scores[0] and len(scores) > 1 else (scores[0] if score != scores[0] else 0.0)
+            confidence = family_confidence(score, len(set(clues)), score - rival)
+            scored = Scored(sig, "evidence", confidence, None,
+                            {**gvalues, **family_values.get(sig_index, {})}, clues)
+            (found.families if admitted == "recognised" else found.guesses).append(scored)
 
-        primary: Scored | None = None
-        others: list[Scored] = []
-        family_hint: Scored | None = None
-        incomplete = False
-        fuzzy_ranked: list[Scored] = []
-
-        # the best specific is another engine's, or only inferred from context: an area the
-        # evidence points to says more
-        mismatched = bool(specific) and not (specific[0][0][0] and specific[0][0][1])
-        if specific and not (mismatched and strong_family is not None):
-            primary = specific[0][1]
-            others = [s for _, s in specific[1:]]
-        elif specific:
-            primary = strong_family
-            others = [s for _, s in specific]
-        else:
-            fuzzy = self._fuzzy(norm)
-            for sig_index, (score, line) in sorted(fuzzy.items(), key=lambda kv: kv[1][0], reverse=True)[:5]:
-                sig = sigs[sig_index]
-                if self._engine_fit(sig, engine) < 0:
-                    continue  # a resemblance to another engine's message is not evidence
-                fuzzy_ranked.append(
-                    Scored(sig, "fuzzy", self._fuzzy_confidence(score, self._engine_fit(sig, engine)), line,
-                           dict(gvalues))
-                )
-            if wrappers and strong_family is not None:
-                primary = strong_family
-                others = [s for _, s in wrappers]
-            elif wrappers:
-                # a wrapper names what died; a weak family (from frames) says where to look
-                primary = wrappers[0][1]
-                others = [s for _, s in wrappers[1:]]
-                incomplete = True
-            elif family_ranked:
-                primary = family_ranked[0]
-                area_guess = next((f for f in family_guesses if _band(f.sig.priority) == 2), None)
-                if _band(primary.sig.priority) == 0 and area_guess is not None:
-                    primary = area_guess  # an area one clue short says more than "it crashed"
-            elif fuzzy_ranked and fuzzy_ranked[0].confidence >= EXPLICIT_FLOOR and not fuzzy_ranked[0].sig.wrapper:
-                primary = fuzzy_ranked[0]
-            elif family_guesses:
-                # some evidence of an area, short of recognition: the best guess for an explicit request
-                primary = family_guesses[0]
-
-        if primary is not None and primary.how == "wrapper" and strong_family is not None:
-            family_hint = strong_family  # only an area the frames point to; a client 500 says nothing
-        if primary is None or primary.how in ("wrapper", "fuzzy"):
-            incomplete = incomplete or looks_cut(norm)
-
-        nearest = [s for s in fuzzy_ranked if primary is None or s.sig.id != primary.sig.id][:3]
-        return MatchResult(
-            normalized=norm,
-            engine=engine,
-            engine_scores=engine_scores,
-            primary=primary,
-            others=others,
-            nearest=nearest,
-            family_hint=family_hint,
-            incomplete=incomplete,
-            global_values=gvalues,
-        )
+    def _score_fuzzy(self, norm: Normalized, engine: str | None, gvalues: dict[str, object]) -> list[Scored]:
+        """The five closest resemblances, best first; a resemblance to another engine's message is no evidence."""
+        ranked: list[Scored] = []
+        for sig_index, (score, line) in sorted(self._fuzzy(norm).items(), key=lambda kv: kv[1][0], reverse=True)[:5]:
+            sig = self.c.signatures[sig_index]
+            fit = engine_fit(sig, engine)
+            if fit < 0:
+                continue
+            ranked.append(Scored(sig, "fuzzy", self._fuzzy_confidence(score, fit), line, dict(gvalues)))
+        return ranked

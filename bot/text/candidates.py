@@ -39,6 +39,8 @@ _ERRORISH_RE2 = compile_pattern(
     r"|not supported|unsupported|invalid|mismatch|illegal|refused|denied|undefined symbol|core dumped|exceeds?"
     r"|too (?:long|large|small|old)|insufficient|not enough|deadlock|hang|stuck|watchdog|traceback)\b"
 )
+# an exception class named anywhere on a line (prose, markdown, a quoted title): "got **KeyError: 'x'**"
+_EXCEPTION_NAMED_RE2 = compile_pattern(r"\b[A-Z][A-Za-z0-9_]*(?:Error|Exception)\b")
 _TRT_ERROR_RE2 = compile_pattern(r"\[TensorRT-LLM\]\[(?:ERROR|WARNING)\]|\[TRT-LLM\] \[E\]|NCCL WARN|\[TRT\] \[E\]")
 _NOISE = re.compile(
     r"^(?:Loading safetensors checkpoint shards|Capturing (?:CUDA graphs|batches)|\d{1,3}%\|)|it/s\]$"
@@ -65,6 +67,7 @@ class LineWeights:
         self.norm = norm
         self._errorish = _lines_hit(norm, _ERRORISH_RE2) if norm.text else set()
         self._trt = _lines_hit(norm, _TRT_ERROR_RE2) if norm.text else set()
+        self._named = _lines_hit(norm, _EXCEPTION_NAMED_RE2) if norm.text else set()
 
     def weight(self, line: Line, previous: Line | None) -> float:
         text = line.text
@@ -73,6 +76,8 @@ class LineWeights:
         score = 0.0
         if _EXCEPTION.match(text):
             score += 3.0
+        elif line.index in self._named:
+            score += 1.5
         if line.index in self._trt:
             score += 3.0
         if line.level in ("ERROR", "CRITICAL", "FATAL"):
@@ -139,6 +144,21 @@ def has_failure_signal(norm: Normalized) -> bool:
             return True
         previous = line
     return False
+
+
+# the words of a problem report that carries no error text: "[Bug]", "memory leak", "wrong
+# results", "it hangs", and the Chinese words for error, failure, crash, out of bounds, garbled
+_PROBLEM_RE2 = compile_pattern(
+    r"(?i)\[bug\]|\b(?:bug|leak(?:s|ing)?|broken|incorrect|wrong|garbled|gibberish|hangs?|hung|stuck|freez(?:es|ing)"
+    r"|regression|crash(?:es|ed|ing)?|not work(?:ing)?|doesn.t work|does not work|won.t start|fails?)\b"
+    r"|报错|错误|失败|崩溃|越界|异常|乱码|卡住|无法"
+)
+
+
+def reports_a_problem(norm: Normalized) -> bool:
+    """True when the paste shows a failure, or its writer says there is one: the test for an
+    explicit request that must get an answer. (Unprompted answers use `has_failure_signal`.)"""
+    return has_failure_signal(norm) or bool(norm.text and _PROBLEM_RE2.search(norm.text))
 
 
 _WORD = re.compile(r"[A-Za-z][a-z']*")

@@ -18,7 +18,7 @@ def test_passive_paste_is_answered_in_its_thread_with_the_exact_answer(env: Env)
     expected = answer_message(env.bot.deps.job.triager.triage(KV_ERROR), incident_id=1)
     assert post["channel"] == CHANNEL
     assert post["thread_ts"] == "1700000000.000100"
-    assert post["text"] == "No memory for KV cache blocks (vllm.kv_cache_no_memory, confidence 93%)"
+    assert post["text"] == "No memory for KV cache blocks (vllm.kv_cache_no_memory, confidence 97%)"
     assert post["blocks"] == expected.blocks
     assert post["link_names"] is False
     assert post["blocks"][0] == {"type": "header", "text": {"type": "plain_text",
