@@ -21,9 +21,12 @@ from bot.text.normalize import Normalized
 
 Kind = Literal["frame", "module"]
 
-# RE2 (linear time): a 1 MB line of one character must not cost seconds
-_PATH = compile_pattern(r"[\w.~+/\\-]{1,300}\.(?:py|pyx|cu|cuh|cpp|cc|c|h|hpp)\b")
-_FRAME_FUNC = re.compile(r'^File "[^"]+", line \d+, in ([\w<>.]+)')
+# a source file's extension; its path is read backwards from there (linear in the paste: a 1 MB
+# line of one character must not cost seconds, as a backtracking path regex would)
+_EXTENSION = re.compile(r"\.(?:py|pyx|cu|cuh|cpp|cc|c|h|hpp)\b")
+_PATH_ENDS = " \t\n\"'`(<[{=,:;|>"  # what stands before a path in frames, logs and messages
+MAX_PATH = 300
+_FRAME_FUNC = re.compile(r'^File "(?P<path>[^"]{1,500})", line \d+(?:, in (?P<function>[\w<>.]+))?')
 _MODULE = compile_pattern(r"\b([a-z_][a-z0-9_]{0,60}(?:\.[A-Za-z_][A-Za-z0-9_]{0,80}){1,12})\b")
 MAX_LINE = 4000  # longer lines are read up to here: frames and module names are short
 _TRACEBACK = "Traceback (most recent call last)"
@@ -59,7 +62,7 @@ class AreaMap:
         # longer anchors first: "cpp/tensorrt_llm/" must win over "tensorrt_llm/"
         anchors = {p for p in areas if p.endswith("/") and p.count("/") <= 2 and areas[p] == AREA_CORE} | roots
         self.anchors = tuple(sorted(anchors, key=len, reverse=True))
-        self._by_length = sorted(areas, key=len, reverse=True)
+        self.roots = tuple(sorted({a.rstrip("/").rsplit("/", 1)[-1] for a in self.anchors}))
 
     def relative(self, path: str) -> str | None:
         """The part of `path` inside this engine's tree, from its last anchor; None if outside."""
@@ -74,10 +77,16 @@ class AreaMap:
         return path[best[0]:] if best else None
 
     def lookup(self, relative: str) -> str | None:
-        """The area of a path inside the tree: the longest prefix that covers it."""
-        for prefix in self._by_length:
-            if relative == prefix or (prefix.endswith("/") and relative.startswith(prefix)):
-                return self.areas[prefix]
+        """The area of a path inside the tree: the longest prefix that covers it (the path
+        itself, then each parent directory, one dictionary look-up each)."""
+        found = self.areas.get(relative)
+        if found is not None:
+            return found
+        end = len(relative.rstrip("/"))
+        while (end := relative.rfind("/", 0, end)) > 0:
+            found = self.areas.get(relative[: end + 1])
+            if found is not None:
+                return found
         return None
 
 
@@ -87,42 +96,52 @@ class Areas:
     def __init__(self, engines: Iterable[EngineInfo]):
         self.maps = [AreaMap(info.id, info.areas) for info in engines if info.areas]
         # a line can name an engine path only if it holds one of the trees' root names
-        self._roots = tuple(sorted({a.rstrip("/").rsplit("/", 1)[-1] for m in self.maps for a in m.anchors}))
+        roots = sorted({root for m in self.maps for root in m.roots}, key=len, reverse=True)
+        self._root_re = re.compile("|".join(map(re.escape, roots))) if roots else None
 
     def locate(self, norm: Normalized) -> list[AreaHit]:
-        """Every engine path in the paste (frames, paths in messages, module names, log sources)."""
-        if not self.maps:
+        """Every engine path in the paste outside the plumbing (frames, paths in messages, module
+        names in errors), in paste order."""
+        if self._root_re is None or self._root_re.search(norm.text) is None:
             return []
-        hits: list[AreaHit] = []
-        block = -1
+        found: list[tuple[int, int, str, bool, str]] = []  # (line, traceback, path, dotted module?, function)
+        block = -1  # which traceback a line belongs to (-1 before the first)
         for line in norm.lines:
-            text = line.text[:MAX_LINE]
+            text = line.text
             if _TRACEBACK in text:
                 block += 1
-            if not any(root in text for root in self._roots):
-                continue
-            function = ""
             if line.is_frame:
-                found = _FRAME_FUNC.match(text)
-                function = found.group(1) if found else ""
-            for path in _PATH.finditer(text):
-                hits.extend(self._hit(path.group(0), "frame", line.index, block, function))
-            if not line.is_frame and _ERROR_LINE.search(text):
-                for module in _MODULE.finditer(text):
-                    hits.extend(self._hit(module.group(1).replace(".", "/"), "module", line.index, block, "",
-                                          module=True))
+                frame = _FRAME_FUNC.match(text)
+                if frame is not None:
+                    found.append((line.index, block, frame.group("path"), False, frame.group("function") or ""))
+                continue
+            head = text[:MAX_LINE]
+            if self._root_re.search(head) is None:
+                continue
+            found += [(line.index, block, path, False, "") for path in _paths_in(head)]  # C++ frames, messages
+            if _ERROR_LINE.search(head):
+                found += [(line.index, block, m.group(1).replace(".", "/"), True, "") for m in _MODULE.finditer(head)]
+        hits: list[AreaHit] = []
+        seen: dict[tuple[str, bool], list[tuple[str, str, str]]] = {}  # a traceback repeats its paths
+        for index, in_block, path, module, function in found:
+            key = (path, module)
+            if key not in seen:
+                seen[key] = [r for r in self._resolve(path, module) if r[2] != AREA_CORE]
+            kind: Kind = "module" if module else "frame"
+            hits.extend(AreaHit(engine, relative, family, kind, index, in_block, function)
+                        for engine, relative, family in seen[key])
         return hits
 
-    def _hit(self, path: str, kind: Kind, line: int, block: int, function: str,
-             module: bool = False) -> list[AreaHit]:
+    def _resolve(self, path: str, module: bool) -> list[tuple[str, str, str]]:
+        """(engine, path inside its tree, area) for each engine whose tree holds `path`."""
         out = []
         for area_map in self.maps:
+            if not any(root in path for root in area_map.roots):
+                continue  # another engine's tree
             relative = self._module_path(area_map, path) if module else area_map.relative(path)
-            if relative is None:
-                continue
-            family = area_map.lookup(relative)
-            if family is not None:
-                out.append(AreaHit(area_map.engine, relative, family, kind, line, block, function))
+            family = area_map.lookup(relative) if relative is not None else None
+            if relative is not None and family is not None:
+                out.append((area_map.engine, relative, family))
         return out
 
     @staticmethod
@@ -138,6 +157,18 @@ class Areas:
                 if candidate in area_map.areas:
                     return candidate
         return dotted
+
+
+def _paths_in(text: str) -> list[str]:
+    """Source paths in a line, each read backwards from its extension (linear in the line)."""
+    out = []
+    for match in _EXTENSION.finditer(text):
+        end = match.end()
+        start = end - len(match.group(0))
+        floor = max(0, start - MAX_PATH)
+        start = max(text.rfind(c, floor, start) for c in _PATH_ENDS) + 1 or floor
+        out.append(text[start:end])
+    return out
 
 
 def deciding(hits: list[AreaHit]) -> AreaHit | None:

@@ -96,7 +96,9 @@ def read_exception(norm: Normalized) -> RaisedException | None:
     quoted in prose or markdown counts when no line states one on its own)."""
     inline: RaisedException | None = None
     for line in norm.lines:
-        if line.is_frame or len(line.text) > 2000 or WRAPPER_LINES.search(line.text):
+        if line.is_frame or len(line.text) > 2000 or ("Error" not in line.text and "Exception" not in line.text):
+            continue
+        if WRAPPER_LINES.search(line.text):
             continue
         text = line.text.strip("*`_ ")
         found = _EXCEPTION.match(text)
