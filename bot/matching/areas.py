@@ -102,7 +102,11 @@ class Areas:
     def locate(self, norm: Normalized) -> list[AreaHit]:
         """Every engine path in the paste outside the plumbing (frames, paths in messages, module
         names in errors), in paste order."""
-        if self._root_re is None or self._root_re.search(norm.text) is None:
+        if self._root_re is None:
+            return []
+        # the lines that name a tree's root at all: one pass over the whole paste
+        named = {norm.line_at(m.start()).index for m in self._root_re.finditer(norm.text)}
+        if not named:
             return []
         found: list[tuple[int, int, str, bool, str]] = []  # (line, traceback, path, dotted module?, function)
         block = -1  # which traceback a line belongs to (-1 before the first)
@@ -110,14 +114,14 @@ class Areas:
             text = line.text
             if _TRACEBACK in text:
                 block += 1
+            if line.index not in named:
+                continue
             if line.is_frame:
                 frame = _FRAME_FUNC.match(text)
                 if frame is not None:
                     found.append((line.index, block, frame.group("path"), False, frame.group("function") or ""))
                 continue
             head = text[:MAX_LINE]
-            if self._root_re.search(head) is None:
-                continue
             found += [(line.index, block, path, False, "") for path in _paths_in(head)]  # C++ frames, messages
             if _ERROR_LINE.search(head):
                 found += [(line.index, block, m.group(1).replace(".", "/"), True, "") for m in _MODULE.finditer(head)]
