@@ -15,6 +15,7 @@ from jinja2 import TemplateError
 from bot.kb.schema import Protocol, Signature
 from bot.matching.matcher import MatchResult
 from bot.matching.scored import Scored
+from bot.redaction import redact
 from bot.templating import render
 
 MAX_LINE_CHARS = 500
@@ -160,7 +161,9 @@ def build_answer(result: MatchResult) -> Answer:
     engine = result.engine if sig.engine in ("generic", "any") else sig.engine
     values = {k: v for k, v in primary.values.items()}
     recovery, commands = render_recovery(sig, values, engine)
-    line = primary.line.raw.strip()[:MAX_LINE_CHARS] if primary.line else ""
+    # the matched line and the values are quoted back to the channel: a secret in them stays masked
+    line = redact(primary.line.raw.strip()[:MAX_LINE_CHARS]) if primary.line else ""
+    values = {key: redact(value) if isinstance(value, str) else value for key, value in values.items()}
     match = Match(
         id=sig.id,
         engine=engine or sig.engine,

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import logging
 import signal
-import sys
 
 import click
 
@@ -73,8 +72,9 @@ def serve(http_mode: bool, port: int, host: str, force_console: bool, migrate: b
         raise click.ClickException(
             "SLACK_BOT_TOKEN is set but SLACK_APP_TOKEN is not: set SLACK_APP_TOKEN for Socket Mode, "
             "or run `triage-bot serve --http --port 3000` with SLACK_SIGNING_SECRET (see docs/slack-setup.md)")
-    logging.basicConfig(level=logging.INFO, stream=sys.stderr,
-                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    from bot import log_redaction
+
+    log_redaction.configure(logging.INFO)
     if migrate:
         _migrate()
     from bot.slack.app import build

@@ -49,11 +49,11 @@ from bot.history.queries import (
     Uptime,
 )
 from bot.history.recorder import Observation, Recorder, RecordResult
-from bot.history.redact import redact
 from bot.history.retention import PruneResult
 from bot.history.sanitize import EXCERPT_CAP_BYTES
 from bot.history.spool import DrainResult, Spool
 from bot.history.store import HistoryStore, open_store
+from bot.redaction import redact
 
 __all__ = [
     "EXCERPT_CAP_BYTES",

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from bot.history.redact import redact, redact_value
+from bot.redaction import redact, redact_value
 
 log = logging.getLogger(__name__)
 

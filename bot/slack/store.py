@@ -41,6 +41,8 @@ from sqlalchemy import (
 from sqlalchemy.exc import IntegrityError, OperationalError, ProgrammingError
 from sqlalchemy.orm import Session, sessionmaker
 
+from bot.redaction import redact_value
+
 log = logging.getLogger(__name__)
 
 metadata = MetaData()
@@ -130,8 +132,10 @@ class SlackStore:
     def add(self, method: str, payload: dict[str, Any], error: str, delay: float = 0.0) -> int:
         now = utcnow()
         with self.session_factory.begin() as session:
+            # a reply can quote a paste: what waits in a table is redacted like everything stored
+            safe = {k: v if k == "url" else redact_value(v) for k, v in json.loads(json.dumps(payload, default=str)).items()}
             result = session.execute(insert(outbox_table).values(
-                method=method, payload=json.loads(json.dumps(payload, default=str)), created_at=now,
+                method=method, payload=safe, created_at=now,
                 next_at=now + timedelta(seconds=max(delay, 1.0)), attempts=1, last_error=error[:2000],
                 state="pending"))
             return int(result.inserted_primary_key[0])
@@ -196,7 +200,7 @@ class SlackStore:
             session.execute(delete(shares_table).where(shares_table.c.created_at < now - SHARE_TTL))
             session.execute(insert(shares_table).values(
                 key=key, channel=channel, user_id=user_id, kind=kind, incident_id=incident_id,
-                message={"text": text, "blocks": blocks}, created_at=now))
+                message=redact_value({"text": text, "blocks": blocks}), created_at=now))
         return key
 
     def get_share(self, key: str) -> Share | None:

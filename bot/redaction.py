@@ -1,4 +1,4 @@
-"""Secret redaction, applied to every piece of text before it is stored or logged.
+"""Secret redaction, applied to every piece of text before it is stored, logged or quoted back.
 
 People paste whole logs and shell sessions into Slack, tokens included. Each rule replaces a
 secret with `[REDACTED:<kind>]` so the history still says *what* was there. The patterns run on
@@ -39,7 +39,7 @@ def _key_value(m: Any, flag: bool = False) -> str:
     is_password = flag or any(word in label.lower() for word in _PASSWORD_KEYS)
     if value.lower() in {"none", "null", "true", "false", "empty"} or set(value) <= set(".*xX_-<>"):
         return m.group(0)  # placeholders: `...`, `***`, `xxx`
-    if "[REDACTED" in value or value.startswith(("$", "-")):  # done already, a shell variable, a flag
+    if "[REDACTED" in value or value.startswith(("$", "-", "/")):  # done already, a shell variable, a flag, a path
         return m.group(0)
     numeric = value.replace(".", "", 1).replace("-", "", 1).isdigit()
     if numeric or (not is_password and len(value) < 8):
@@ -65,8 +65,9 @@ _RULES: list[tuple[str, str | Callable[[Any], str]]] = [
     ),
     (r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY( BLOCK)?-----[A-Za-z0-9+/=:,\-\s]*", "[REDACTED:private_key]\n"),
     # Passwords in URLs: scheme://user:password@host keeps the user and host.
+    # (the password may itself hold an '@': it ends at the last '@' before the host)
     (
-        r"(\b[A-Za-z][A-Za-z0-9+.\-]{1,20}://[^\s:/@'\"\[\]]{0,128}:)[^\s/@'\"\[\]]{1,256}@",
+        r"(\b[A-Za-z][A-Za-z0-9+.\-]{1,20}://[^\s:/@'\"\[\]]{0,128}:)[^\s/'\"\[\]]{1,256}@",
         lambda m: f"{m.group(1)}[REDACTED:password]@",
     ),
     # Slack: bot/user/app/config tokens and incoming-webhook URLs.
@@ -108,11 +109,21 @@ _RULES: list[tuple[str, str | Callable[[Any], str]]] = [
         _keep_prefix("api_key"),
     ),
     (r"(?i)(\bbearer\s+)([A-Za-z0-9\-._~+/]+=*)", _bearer),
+    # Cookie headers: every value in them is a session credential
+    (r"(?i)(\b(?:set-)?cookie\s*:\s*)[^\r\n]+", _keep_prefix("cookie")),
+    # mysql -pPASSWORD (the password glued to the flag)
+    (r"(\bmysql(?:dump|admin|sh)?\b[^\n]{0,200}?\s-p)([^\s\"']+)", _keep_prefix("password")),
+    # environment-style names that end in a credential word: AZURE_OPENAI_KEY=, SERVICE_KEY=, DB_PASS=
+    (
+        r"(\b[A-Z][A-Z0-9_]*_(?:KEY|SECRET|TOKEN|PASS|PASSWORD|PWD|CREDENTIALS?)[\"']?\s*[:=]\s*)([\"']?)"
+        r"([A-Za-z0-9_\-./+=~:@]{12,})",
+        _key_value,
+    ),
     # curl -u user:password / --user user:password
     (r"((?:^|\s)(?:-u|--user)\s+[\"']?[^\s:\"']{1,128}:)[^\s\"']+", _keep_prefix("password")),
     # Command-line flags: vllm serve --api-key X, huggingface-cli login --token X.
     (
-        r"(?i)(--[a-z0-9-]*(?:api-key|token|password|secret)(?:=|\s+))([\"']?)([^\s\"']+)",
+        r"(?i)((?:^|\s)--(?:[a-z0-9][a-z0-9_-]*)?(?:api[-_]key|token|password|secret)(?:=|\s+))([\"']?)([^\s\"']+)",
         lambda m: _key_value(m, flag=True),
     ),
     # key=value / key: value / "key": "value" where the key names a secret.
