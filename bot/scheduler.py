@@ -45,6 +45,8 @@ from apscheduler.triggers.cron import CronTrigger
 from apscheduler.triggers.interval import IntervalTrigger
 from sqlalchemy import Column, DateTime, MetaData, String, Table, func
 
+from bot.private_files import PRIVATE, append_private
+
 log = logging.getLogger(__name__)
 
 SLOT_EPOCH = datetime(2000, 1, 1, tzinfo=UTC)  # interval slots are aligned to this on every replica
@@ -231,7 +233,7 @@ class LocalCoordinator(_LeaderLoop):
     def _acquire(self) -> bool:
         if self.lock_path is None:
             return True
-        fd = os.open(self.lock_path, os.O_RDWR | os.O_CREAT, 0o644)
+        fd = os.open(self.lock_path, os.O_RDWR | os.O_CREAT, PRIVATE)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError:
@@ -264,7 +266,7 @@ class LocalCoordinator(_LeaderLoop):
                         lines = "".join(f"{j}\t{s.isoformat()}\n" for j, s in self._claims)
                         self.claims_path.write_text(lines, encoding="utf-8")
                     else:
-                        with self.claims_path.open("a", encoding="utf-8") as fh:
+                        with append_private(self.claims_path) as fh:
                             fh.write(f"{job}\t{slot.isoformat()}\n")
                 except OSError as exc:
                     log.warning("scheduler: cannot write %s: %s", self.claims_path, exc)

@@ -85,6 +85,10 @@ def serve(http_mode: bool, port: int, host: str, force_console: bool, migrate: b
         raise click.ClickException(str(exc)) from None
     bot.delivery.start_sweeper()
     scheduler = _start_scheduler() if with_scheduler else None
+    if with_scheduler:
+        from bot.readiness import scheduler_check
+
+        bot.readiness.add("scheduler", scheduler_check(scheduler))
     signal.signal(signal.SIGTERM, _terminate)
     try:
         if http_mode:

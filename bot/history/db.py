@@ -10,12 +10,14 @@ connect timeout so an unreachable server sends records to the spool quickly.
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from sqlalchemy import Engine, create_engine, event
 from sqlalchemy.engine import make_url
 from sqlalchemy.orm import Session, sessionmaker
 
+from bot.private_files import touch_private
 from bot.settings import Settings
 
 READ_ONLY = "triage_read_only"
@@ -34,6 +36,9 @@ def make_engine(url: str | None = None, **kwargs: Any) -> Engine:
     url = normalize_url(url or Settings.from_env().database_url)
     backend = make_url(url).get_backend_name()
     if backend == "sqlite":
+        database = make_url(url).database
+        if database and database != ":memory:" and not database.startswith("file:") and Path(database).parent.is_dir():
+            touch_private(database)  # SQLite gives its -wal and -shm files the database file's mode
         connect_args = {"timeout": 30.0, "check_same_thread": False, **kwargs.pop("connect_args", {})}
         engine = create_engine(url, connect_args=connect_args, **kwargs)
         _tune_sqlite(engine)

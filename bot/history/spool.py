@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from bot.history.errors import SpoolFullError
+from bot.private_files import append_private
 
 log = logging.getLogger(__name__)
 
@@ -236,7 +237,7 @@ class Spool:
             return
         log.error("spool: rejected a record (%s); kept in %s", reason, self.rejected_path)
         entry = {"rejected_at": datetime.now(UTC).isoformat(), "reason": reason, "line": text}
-        with open(self.rejected_path, "a", encoding="utf-8") as handle:
+        with append_private(self.rejected_path) as handle:
             handle.write(json.dumps(entry, ensure_ascii=False) + "\n")
             handle.flush()
             os.fsync(handle.fileno())

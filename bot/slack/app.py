@@ -21,6 +21,7 @@ from typing import Any
 from slack_bolt import App
 
 from bot.core import Triager, default_triager
+from bot.readiness import Readiness, database_check
 from bot.slack.client import web_client
 from bot.slack.commands import Commands
 from bot.slack.config import SlackConfig, SlackConfigError
@@ -104,6 +105,7 @@ class Deps:
 class SlackBot:
     app: App
     deps: Deps
+    readiness: Readiness = field(default_factory=Readiness)
 
     @property
     def delivery(self) -> Delivery:
@@ -171,4 +173,8 @@ def build(config: SlackConfig, *, triager: Triager | None = None, history: Any |
         surfaces=Surfaces(), executor=executor,
     )
     register_all(app, deps)
-    return SlackBot(app, deps)
+    bot = SlackBot(app, deps)
+    if history is not None:
+        bot.readiness.add("database", database_check(history))
+    bot.readiness.add("slack", deps.delivery.slack_status)
+    return bot

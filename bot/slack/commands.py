@@ -7,6 +7,7 @@ help (a typo such as `/triage histroy` should not read as an error paste).
 
 from __future__ import annotations
 
+import logging
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -21,6 +22,8 @@ from bot.slack.config import SlackConfig
 from bot.slack.integrations import Integrations
 from bot.slack.text import escape, truncate
 from bot.slack.triage import Triaged, TriageJob
+
+log = logging.getLogger(__name__)
 
 HELP_LINES = [
     ("`/triage <error text>`", "the known failure, how sure, why, and the recovery command"),
@@ -72,12 +75,25 @@ def refusal(subcommand: str) -> Message:
         "listed in `TRIAGE_ADMINS`. Ask one of them, or use the Helpful / Wrong match buttons.")
 
 
+MAX_DURATION = timedelta(days=366)
+
+
 def parse_duration(text: str) -> timedelta | None:
+    """`30m`, `2h`, `1d`, `1w`; None when not understood, zero, or longer than a year."""
     match = _DURATION.match(text.strip().lower())
     if not match:
         return None
     seconds = float(match.group(1)) * _UNITS[match.group(2)[0]]
-    return timedelta(seconds=seconds) if seconds > 0 else None
+    if not 0 < seconds <= MAX_DURATION.total_seconds():
+        return None
+    return timedelta(seconds=seconds)
+
+
+def _unavailable(title: str) -> Message:
+    """What a user sees when storage fails: no host, port or raw exception (those go to the log)."""
+    log.exception(title)
+    return text_message(title, "The incident history's database is not answering. Try again in a minute; "
+                               "the bot keeps answering pastes meanwhile.")
 
 
 def search_signatures(kb: Any, words: str, limit: int = 5) -> list[tuple[Any, float]]:
@@ -156,8 +172,8 @@ class Commands:
             return text_message("Days must be more than 0.")
         try:
             incidents = self.history.history(engine=engine, days=days, limit=HISTORY_LIMIT)
-        except Exception as exc:
-            return text_message("The incident history cannot be read right now.", escape(str(exc)[:200]))
+        except Exception:
+            return _unavailable("The incident history cannot be read right now.")
         scope = f"{escape(engine)} " if engine else ""
         title = f"Incidents on {scope or 'all engines '}in the last {days:g} day{'s' if days != 1 else ''}"
         lines = []
@@ -236,8 +252,8 @@ class Commands:
             changed = self.history.resolve(int(raw), by=user)
         except IncidentNotFound:
             return text_message(f"There is no incident #{raw}.")
-        except Exception as exc:
-            return text_message("The incident could not be resolved right now.", escape(str(exc)[:200]))
+        except Exception:
+            return _unavailable("The incident could not be resolved right now.")
         if changed is None:
             return text_message(f"Incident #{raw} will be resolved.", "The database is away; the change is queued.")
         if not changed:
@@ -254,8 +270,8 @@ class Commands:
             return text_message("What to mute, and for how long?", usage)
         target, duration = parts[0].strip(), parse_duration("".join(parts[1:]))
         if duration is None:
-            return text_message("That duration was not understood.", "Use minutes, hours, days or weeks: "
-                                "`30m`, `2h`, `1d`, `1w`. " + usage)
+            return text_message("That duration was not understood.", "Use minutes, hours, days or weeks, "
+                                "up to a year: `30m`, `2h`, `1d`, `1w`. " + usage)
         if self.kb.get(target) is not None:
             kwargs: dict[str, Any] = {"signature_id": target}
             what = f"`{escape(target)}`"
@@ -267,10 +283,12 @@ class Commands:
             what = f"engine `{escape(target.lower())}`"
         try:
             self.history.mute(**kwargs, duration=duration, by=user, reason=f"/triage mute by {user}")
-        except ValueError as exc:
-            return text_message("That mute cannot be set.", escape(str(exc)))
-        except Exception as exc:
-            return text_message("The mute could not be saved right now.", escape(str(exc)[:200]))
+        except (ValueError, OverflowError) as exc:
+            # our own validation messages are written for users; anything else stays in the log
+            said = str(exc) if isinstance(exc, ValueError) and "mute" in str(exc) else "that end is out of range"
+            return text_message("That mute cannot be set.", escape(said))
+        except Exception:
+            return _unavailable("The mute could not be saved right now.")
         hours = duration.total_seconds() / 3600
         span = f"{hours:g} hour{'s' if hours != 1 else ''}" if hours < 48 else f"{hours / 24:g} days"
         return text_message(f"Muted {what} for {span}.",

@@ -28,6 +28,7 @@ from slack_sdk import WebClient
 from slack_sdk.errors import SlackApiError, SlackRequestError
 from slack_sdk.web import SlackResponse
 
+from bot.readiness import Status
 from bot.slack.client import webhook_client
 from bot.slack.config import SlackConfig
 from bot.slack.store import OutboxItem, SlackStore
@@ -38,6 +39,7 @@ TRANSIENT_ERRORS = frozenset({
     "ratelimited", "rate_limited", "internal_error", "fatal_error", "service_unavailable", "request_timeout",
     "team_added_to_org",
 })
+AUTH_ERRORS = frozenset({"invalid_auth", "not_authed", "account_inactive", "token_revoked", "token_expired"})
 MEMORY_QUEUE_MAX = 1000
 NOT_KEPT = frozenset({"views.open"})  # its trigger_id expires in seconds: a later retry cannot succeed
 RESPONSE_URL = "response_url"
@@ -87,13 +89,16 @@ class Delivery:
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
+        self.last_refusal: str | None = None  # a refusal of our credentials, until a call lands again
 
     # -- sending ---------------------------------------------------------------------------
 
     def call(self, method: str, client: WebClient | None = None, **kwargs: Any) -> SlackResponse | Failure | None:
         """Send now; on a passing failure keep it for later and return None; on refusal a Failure."""
         try:
-            return self._send(method, kwargs, client)
+            response = self._send(method, kwargs, client)
+            self._landed()
+            return response
         except Exception as exc:
             error, transient, retry_after = _error_of(exc)
             if transient and method not in NOT_KEPT:
@@ -104,7 +109,12 @@ class Delivery:
                 fallback = {k: v for k, v in kwargs.items() if k != "blocks"}
                 return self.call(method, client, **fallback)
             log.error("Slack refused %s to %s: %s", method, kwargs.get("channel") or kwargs.get("user_id"), error)
+            if error.split(" ", 1)[-1] in AUTH_ERRORS:
+                self.last_refusal = error.split(" ", 1)[-1]
             return Failure(error.split(" ", 1)[-1])
+
+    def _landed(self) -> None:
+        self.last_refusal = None
 
     def post(self, channel: str, message_kwargs: dict[str, Any], thread_ts: str | None = None,
              client: WebClient | None = None) -> SlackResponse | Failure | None:
@@ -137,6 +147,13 @@ class Delivery:
             else:
                 log.error("response_url refused the reply: %s", error)
             return False
+
+    def slack_status(self) -> Status:
+        """Readiness: unready while Slack refuses our token; the outbox backlog is reported."""
+        waiting = self.pending_in_memory()
+        if self.last_refusal:
+            return Status(False, f"Slack refused our credentials ({self.last_refusal})")
+        return Status(True, f"ok ({waiting} replies waiting in memory)" if waiting else "ok")
 
     def _send(self, method: str, kwargs: dict[str, Any], client: WebClient | None) -> SlackResponse:
         if method == RESPONSE_URL:

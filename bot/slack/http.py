@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 import threading
 from collections.abc import Callable, Iterable
 from typing import Any
@@ -27,20 +28,47 @@ log = logging.getLogger(__name__)
 
 EVENTS_PATH = "/slack/events"
 HEALTH_PATH = "/healthz"
+READY_PATH = "/readyz"
 MAX_BODY = 5 * 1024 * 1024  # Slack's payloads are far smaller; anything bigger is not from Slack
+
+
+_TIMESTAMP = re.compile(r"^\d{1,12}$")
+_SIGNATURE = re.compile(r"^v0=[0-9a-f]{64}$")
+
+
+def _refuse(start_response: Callable[..., Any], status: str, error: str) -> Iterable[bytes]:
+    body = json.dumps({"error": error}).encode()
+    start_response(status, [("Content-Type", "application/json"), ("Content-Length", str(len(body)))])
+    return [body]
+
+
+def _json(start_response: Callable[..., Any], status: str, payload: dict[str, Any]) -> Iterable[bytes]:
+    body = json.dumps(payload).encode()
+    start_response(status, [("Content-Type", "application/json"), ("Content-Length", str(len(body))),
+                            ("Cache-Control", "no-store")])
+    return [body]
 
 
 def wsgi_app(bot: SlackBot) -> Callable[[dict[str, Any], Callable[..., Any]], Iterable[bytes]]:
     slack = SlackRequestHandler(bot.app, path=EVENTS_PATH)
+    verify = bool(bot.deps.config.signing_secret)
 
     def app(environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
         path = environ.get("PATH_INFO", "")
+        if verify and path == EVENTS_PATH and environ.get("REQUEST_METHOD") == "POST":
+            # a malformed signature header is a 401 here: bolt would raise on int("abc") and answer 500
+            stamp = environ.get("HTTP_X_SLACK_REQUEST_TIMESTAMP", "")
+            signature = environ.get("HTTP_X_SLACK_SIGNATURE", "")
+            if not _TIMESTAMP.match(stamp) or not _SIGNATURE.match(signature):
+                log.info("refused a request with malformed signature headers (401)")
+                return _refuse(start_response, "401 Unauthorized", "invalid request")  # as bolt words it
         if path == HEALTH_PATH and environ.get("REQUEST_METHOD") in ("GET", "HEAD"):
-            body = json.dumps({"ok": True, "mode": "http", "jobs_in_flight": bot.deps.executor.in_flight,
-                               "outbox_in_memory": bot.delivery.pending_in_memory()}).encode()
-            start_response("200 OK", [("Content-Type", "application/json"), ("Content-Length", str(len(body))),
-                                      ("Cache-Control", "no-store")])
-            return [body]
+            return _json(start_response, "200 OK", {
+                "ok": True, "mode": "http", "jobs_in_flight": bot.deps.executor.in_flight,
+                "outbox_in_memory": bot.delivery.pending_in_memory()})
+        if path == READY_PATH and environ.get("REQUEST_METHOD") in ("GET", "HEAD"):
+            ready, report = bot.readiness.report()
+            return _json(start_response, "200 OK" if ready else "503 Service Unavailable", report)
         return slack(environ, start_response)
 
     return app

@@ -32,6 +32,33 @@ def test_a_bad_signature_is_refused_with_401_and_nothing_runs(env: Env) -> None:
     assert env.posts() == [] and env.history.history() == []
 
 
+@pytest.mark.parametrize(("timestamp", "signature"), [
+    ("abc", None), ("1.5e9", None), ("", None), ("9" * 40, None),  # not a number of seconds
+    (None, "v0=zz"), (None, "v1=" + "0" * 64), (None, ""), (None, "v0=" + "0" * 64 + "00"),
+])
+def test_malformed_signature_headers_get_401_not_500(env: Env, caplog: pytest.LogCaptureFixture,
+                                                      timestamp: str | None, signature: str | None) -> None:
+    body = _envelope(env)
+    headers = {"Content-Type": "application/json",
+               "X-Slack-Request-Timestamp": str(int(time.time())) if timestamp is None else timestamp,
+               "X-Slack-Signature": env.send.verifier.generate_signature(timestamp=str(int(time.time())), body=body)
+               if signature is None else signature}
+    response = httpx.post(env.send.url, content=body, headers=headers)
+    assert (response.status_code, response.json()) == (401, {"error": "invalid request"})
+    assert "Traceback" not in caplog.text
+    env.settle()
+    assert env.posts() == []
+
+
+def test_a_replayed_slash_command_runs_once(env: Env) -> None:
+    form = req.slash_command(KV_ERROR, response_url=env.slack.response_url(), user="U0ALICE", channel="C0INCIDENT")
+    stamp = int(time.time())
+    for _ in range(3):  # the same signed request, sent three times within Slack's 5-minute window
+        assert env.send.command(form, timestamp=stamp).status == 200
+    env.settle()
+    assert len(env.responses()) == 1
+
+
 @pytest.mark.parametrize("skew", [-301, 301])
 def test_a_stale_or_future_timestamp_is_refused_with_401(env: Env, skew: int) -> None:
     sent = env.send.post(_envelope(env), "application/json", timestamp=int(time.time()) + skew)
@@ -62,6 +89,28 @@ def test_acks_never_wait_for_the_work_behind_them(env: Env) -> None:
         env.slack.release("chat.postMessage")
     env.settle(30)
     assert len(env.posts()) == 12
+
+
+def test_readiness_reports_each_part_and_a_dead_database_only_degrades(env: Env) -> None:
+    ready = httpx.get(env.server.url + "/readyz")
+    assert ready.status_code == 200
+    assert ready.json()["checks"]["database"] == {"ok": True, "detail": "reachable"}
+    assert ready.json()["checks"]["slack"]["ok"] is True
+    from bot.history.db import session_factory_from_url
+
+    env.history.session_factory = session_factory_from_url("sqlite:////nonexistent/dir/db.sqlite3")
+    degraded = httpx.get(env.server.url + "/readyz")
+    assert degraded.status_code == 200 and degraded.json()["degraded"] is True
+    assert degraded.json()["checks"]["database"]["ok"] is False
+    assert "/nonexistent" not in degraded.text  # no internal address in what the probe shows
+
+
+def test_readiness_fails_when_slack_refuses_our_token(env: Env) -> None:
+    env.slack.fail("chat.postMessage", status=200, error="invalid_auth")
+    env.event(req.message(KV_ERROR, ts="1700000300.000001"))
+    env.settle()
+    refused = httpx.get(env.server.url + "/readyz")
+    assert refused.status_code == 503 and "invalid_auth" in refused.json()["checks"]["slack"]["detail"]
 
 
 def test_a_listener_that_fails_still_acks_200_every_time(env: Env) -> None:

@@ -178,3 +178,25 @@ def test_the_command_text_is_echoed_inert(env: Env) -> None:
     env.command("<!here> {{7*7}} &lt;b&gt; " + KV_ERROR)
     raw = json.dumps(_only_response(env))
     assert "<!here>" not in raw and "{{7*7}}" in raw and "&lt;b&gt;" in raw and "49" not in raw
+
+
+@pytest.mark.parametrize("duration", ["99999999w", "400d", "0h", "-3h"])
+def test_an_absurd_mute_gets_a_usage_line_not_a_raw_error(make_env, duration: str) -> None:
+    env = make_env()
+    env.command(f"mute vllm {duration}", user=ADMIN)
+    text = _text(_only_response(env))
+    assert "That duration was not understood" in text and "up to a year" in text
+    assert "out of range" not in text and "Error" not in text
+
+
+def test_a_storage_failure_shows_no_internal_address(make_env, monkeypatch) -> None:
+    env = make_env()
+
+    def down(*_args, **_kwargs):
+        raise RuntimeError('connection to server at "10.0.3.7", port 5432 failed: Connection refused')
+
+    monkeypatch.setattr(env.history, "history", down)
+    env.command("history")
+    text = _text(_only_response(env))
+    assert "cannot be read right now" in text and "Try again in a minute" in text
+    assert "10.0.3.7" not in text and "5432" not in text and "Connection refused" not in text

@@ -62,10 +62,21 @@ def post_answer(deps: Any, client: Any, channel: str, thread_ts: str | None, mes
     return response
 
 
+def once_key(body: dict[str, Any]) -> str | None:
+    """What makes a request unique: the event id of an event, the trigger id of a command, a
+    shortcut, a click or a submitted view (a replayed request carries the same one)."""
+    if body.get("event_id"):
+        return str(body["event_id"])
+    if body.get("trigger_id"):
+        return f"trigger:{body['trigger_id']}"[:255]
+    return None
+
+
 def already_handled(deps: Any, body: dict[str, Any]) -> bool:
-    """True when this event id was handled before (a Slack retry, or another replica took it)."""
-    event_id = body.get("event_id")
-    if event_id and deps.history is not None and not deps.history.mark_event_once(event_id):
-        log.info("event %s already handled (retry or another replica)", event_id)
+    """True when this request was handled before (a Slack retry, a replayed request, or another
+    replica took it)."""
+    key = once_key(body)
+    if key and deps.history is not None and not deps.history.mark_event_once(key):
+        log.info("%s already handled (retry, replay or another replica)", key)
         return True
     return False

@@ -29,7 +29,7 @@ from bot.slack.blocks import (
 )
 from bot.slack.commands import refusal
 from bot.slack.delivery import Failure
-from bot.slack.listeners import ack_now, logged, post_answer
+from bot.slack.listeners import ack_now, already_handled, logged, post_answer
 from bot.slack.modals import wrong_match_modal
 
 log = logging.getLogger(__name__)
@@ -40,19 +40,23 @@ _USER_ID = re.compile(r"^[UW][A-Z0-9]{2,}$")
 def register(app: App, deps: Any) -> None:
     @logged
     def on_resolve(body: dict[str, Any], client: WebClient) -> None:
-        handle_resolve(deps, body, client)
+        if not already_handled(deps, body):
+            handle_resolve(deps, body, client)
 
     @logged
     def on_wrong_match(body: dict[str, Any], client: WebClient) -> None:
-        handle_wrong_match(deps, body, client)
+        if not already_handled(deps, body):
+            handle_wrong_match(deps, body, client)
 
     @logged
     def on_helpful(body: dict[str, Any]) -> None:
-        handle_helpful(deps, body)
+        if not already_handled(deps, body):
+            handle_helpful(deps, body)
 
     @logged
     def on_post(body: dict[str, Any], client: WebClient) -> None:
-        handle_post(deps, body, client)
+        if not already_handled(deps, body):
+            handle_post(deps, body, client)
 
     for action_id, lazy in ((ACTION_RESOLVE, on_resolve), (ACTION_WRONG, on_wrong_match),
                             (ACTION_HELPFUL, on_helpful), (ACTION_POST, on_post)):

@@ -15,7 +15,7 @@ from slack_sdk import WebClient
 
 from bot.slack.blocks import text_message
 from bot.slack.delivery import Failure
-from bot.slack.listeners import ack_now, logged, post_answer
+from bot.slack.listeners import ack_now, already_handled, logged, post_answer
 
 log = logging.getLogger(__name__)
 
@@ -33,6 +33,8 @@ def register(app: App, deps: Any) -> None:
 
 
 def handle_shortcut(deps: Any, shortcut: dict[str, Any], client: WebClient) -> None:
+    if already_handled(deps, shortcut):
+        return
     message = shortcut.get("message") or {}
     channel = (shortcut.get("channel") or {}).get("id", "")
     user = (shortcut.get("user") or {}).get("id", "")

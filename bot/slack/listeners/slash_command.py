@@ -14,7 +14,7 @@ from typing import Any
 from slack_bolt import App
 
 from bot.slack.blocks import Message, with_share_button
-from bot.slack.listeners import ack_now, logged
+from bot.slack.listeners import ack_now, already_handled, logged
 from bot.slack.text import from_slack
 
 log = logging.getLogger(__name__)
@@ -42,6 +42,8 @@ def ephemeral(deps: Any, message: Message, *, channel: str, user: str, kind: str
 
 
 def handle_command(deps: Any, command: dict[str, Any]) -> None:
+    if already_handled(deps, command):
+        return  # the same signed request sent again (Slack sends a command once)
     user = command.get("user_id") or ""
     channel = command.get("channel_id") or ""
     result = deps.commands.run(from_slack(command.get("text", "")), user=user, channel=channel)

@@ -9,7 +9,7 @@ from typing import Any
 from slack_bolt import App
 
 from bot.slack.blocks import text_message
-from bot.slack.listeners import ack_now, logged
+from bot.slack.listeners import ack_now, already_handled, logged
 from bot.slack.modals import ACTION_PICK, BLOCK_PICK, NONE_OF_THESE, WRONG_MATCH_VIEW
 from bot.slack.text import escape
 
@@ -19,7 +19,8 @@ log = logging.getLogger(__name__)
 def register(app: App, deps: Any) -> None:
     @logged
     def on_wrong_match(body: dict[str, Any], view: dict[str, Any]) -> None:
-        handle_wrong_match(deps, body, view)
+        if not already_handled(deps, body):
+            handle_wrong_match(deps, body, view)
 
     app.view(WRONG_MATCH_VIEW)(ack=ack_now, lazy=[on_wrong_match])
     deps.surfaces.views.add(WRONG_MATCH_VIEW)
