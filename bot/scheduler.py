@@ -490,12 +490,14 @@ def build_scheduler(
     environ: Mapping[str, str] | None = None,
     notifier: Any = None,
     digest_poster: Callable[[], Any] | None = None,
+    outputs: Callable[[Any], dict[str, Any]] | None = None,
 ) -> TriageScheduler:
-    """The bot's scheduler from the environment: engines.yaml, DATABASE_URL, channels, timezone.
+    """The bot's scheduler from the environment: engines.yaml, DATABASE_URL, timezone.
 
-    `triage-bot serve` calls this and `start()`s it next to the Slack app. Health checks are
-    skipped (with a log line) when no engines file exists; the digest posts only with a Slack
-    token and a digest channel.
+    `triage-bot serve` calls this and `start()`s it next to the Slack app, passing `outputs`
+    (bot/slack/outputs.py: the alert notifier and digest poster, built on the history store made
+    here); the scheduler itself writes to no chat system. Health checks are skipped (with a log
+    line) when no engines file exists; the digest job exists only with a digest poster.
     """
     from bot.health.config import load_engines
     from bot.health.monitor import HealthMonitor
@@ -508,24 +510,18 @@ def build_scheduler(
     settings = SchedulerSettings.from_env(env)
     store = HistoryStore.from_settings(base) if database_url is None else HistoryStore.from_url(url)
 
+    if outputs is not None:  # the process wiring's writers (Slack): they need the store built here
+        built = outputs(store)
+        notifier = notifier or built.get("notifier")
+        digest_poster = digest_poster or built.get("digest_poster")
     check = None
     path = engines_path or env.get("TRIAGE_ENGINES") or "engines.yaml"
     if Path(path).is_file():
         config = load_engines(path, env)
-        if notifier is None and env.get("SLACK_BOT_TOKEN") and env.get("TRIAGE_ALERT_CHANNEL"):
-            from bot.health.alerts import SlackNotifier
-
-            notifier = SlackNotifier.from_env(env)
         monitor = HealthMonitor(config, store=store, notifier=notifier)
         check = monitor.run_once_sync
     else:
         log.warning("scheduler: no engines file at %s; health checks are off", path)
-
-    if digest_poster is None and env.get("SLACK_BOT_TOKEN") and env.get("TRIAGE_DIGEST_CHANNEL"):
-        from bot.digest.post import post_weekly_digest
-
-        def digest_poster() -> Any:
-            return post_weekly_digest(store, days=settings.digest_days, tz=settings.timezone, environ=env)
 
     coordinator = coordinator_for(url, settings)
 

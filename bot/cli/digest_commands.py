@@ -46,16 +46,19 @@ def digest(days: int, dry_run: bool, as_json: bool, png_path: Path | None, tz: s
     if png_path is not None:
         png_path.write_bytes(render_png(built))
     if not dry_run:
-        from bot.digest.post import post_digest
         from bot.slack.client import web_client
         from bot.slack.config import SlackConfig
+        from bot.slack.delivery import Delivery
+        from bot.slack.outputs import post_digest
 
         config = SlackConfig.from_env()
         if not (config.bot_token and config.digest_channel):
             click.echo("error: posting needs SLACK_BOT_TOKEN and TRIAGE_DIGEST_CHANNEL (or use --dry-run)", err=True)
             sys.exit(2)
-        result = post_digest(web_client(config), config.digest_channel, built)
-        store.record_posted(result["channel"], result["ts"], "digest")
+        result = post_digest(Delivery(config, None, web_client(config)), config.digest_channel, built, store)
+        if result["ts"] is None:
+            click.echo("error: Slack did not take the digest; try again later", err=True)
+            sys.exit(1)
         click.echo(f"posted to {result['channel']} (ts {result['ts']})", err=True)
     if as_json:
         click.echo(json.dumps({"digest": built.to_json(), "blocks": digest_blocks(built)}, indent=2, default=str))

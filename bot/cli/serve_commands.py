@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import signal
+from typing import Any
 
 import click
 
@@ -30,13 +31,15 @@ def _migrate() -> None:
         click.echo(f"warning: could not migrate the database ({exc}); the history may be unavailable", err=True)
 
 
-def _start_scheduler() -> object | None:
+def _start_scheduler(bot: Any) -> object | None:
     """Health checks, the weekly digest and pruning (bot/scheduler.py), next to the Slack app; once per
-    slot across replicas. A scheduler that cannot start is logged, and the bot still answers Slack."""
+    slot across replicas. Alerts and the digest go through the app's own delivery path (outbox,
+    retries, pacing). A scheduler that cannot start is logged, and the bot still answers Slack."""
     try:
         from bot.scheduler import build_scheduler
+        from bot.slack.outputs import scheduler_outputs
 
-        scheduler = build_scheduler()
+        scheduler = build_scheduler(outputs=lambda store: scheduler_outputs(delivery=bot.delivery, store=store))
         scheduler.start()
         return scheduler
     except Exception as exc:
@@ -84,7 +87,7 @@ def serve(http_mode: bool, port: int, host: str, force_console: bool, migrate: b
     except SlackConfigError as exc:
         raise click.ClickException(str(exc)) from None
     bot.delivery.start_sweeper()
-    scheduler = _start_scheduler() if with_scheduler else None
+    scheduler = _start_scheduler(bot) if with_scheduler else None
     if with_scheduler:
         from bot.readiness import scheduler_check
 

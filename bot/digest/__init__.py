@@ -3,8 +3,9 @@
     digest = build_digest(store, days=7, tz="Europe/Berlin")
     blocks = digest_blocks(digest); png = render_png(digest)
 
-`post.post_weekly_digest` posts it (chat.postMessage, then the chart with files_upload_v2 in its
-thread); `/triage digest` and `triage-bot digest --dry-run` use the same three calls.
+`bot.slack.outputs.post_digest` posts it (chat.postMessage through the delivery path, then the
+chart with files_upload_v2 in its thread); `/triage digest` and `triage-bot digest --dry-run` use
+the same three calls.
 """
 
 from bot.digest.blocks import digest_blocks, digest_text, limit_problems

@@ -1,10 +1,10 @@
 """Alerts: one Slack message per incident, edited in place as it changes, resolved in its thread.
 
 The health checks talk to a small `Notifier` interface, so the core never imports Slack:
-`SlackNotifier` (slack_sdk, imported only when one is built) posts to the alert channel and
-returns the message's (channel, ts); later changes go through chat.update on that message, and
-the resolution is also posted as a reply in its thread so the people who followed it are told.
-`RecordingNotifier` keeps the calls in memory for tests and the CLI.
+`bot.slack.outputs.SlackNotifier` posts to the alert channel and returns the message's
+(channel, ts); later changes go through chat.update on that message, and the resolution is also
+posted as a reply in its thread so the people who followed it are told. `RecordingNotifier`
+keeps the calls in memory for tests and the CLI.
 
 Everything shown comes from the engine (names, error text) and is escaped for mrkdwn (`&`, `<`,
 `>`), so an engine or model name cannot mention @channel or forge a link.
@@ -141,37 +141,3 @@ class RecordingNotifier:
 
     def kinds(self) -> list[tuple[str, str, str]]:
         return [(kind, a.engine, a.state) for kind, _, a in self.calls]
-
-
-class SlackNotifier:
-    """Posts alerts with slack_sdk's WebClient; base URL from SLACK_API_URL (the stand-in in tests)."""
-
-    def __init__(self, client: Any, channel: str):
-        if not channel:
-            raise ValueError("an alert channel is required (TRIAGE_ALERT_CHANNEL)")
-        self.client = client
-        self.channel = channel
-
-    @classmethod
-    def from_env(cls, environ: dict[str, str] | None = None) -> SlackNotifier:
-        from bot.slack.client import web_client
-        from bot.slack.config import SlackConfig
-
-        config = SlackConfig.from_env(environ)
-        return cls(web_client(config), config.alert_channel)
-
-    def post(self, alert: Alert) -> MessageRef | None:
-        response = self.client.chat_postMessage(channel=self.channel, text=alert_text(alert), blocks=alert_blocks(alert),
-                                                unfurl_links=False, unfurl_media=False)
-        return MessageRef(response["channel"], response["ts"])
-
-    def update(self, ref: MessageRef, alert: Alert) -> None:
-        self.client.chat_update(channel=ref.channel, ts=ref.ts, text=alert_text(alert), blocks=alert_blocks(alert))
-
-    def resolve(self, ref: MessageRef, alert: Alert) -> None:
-        self.update(ref, alert)
-        took = _duration(((alert.resolved_at or alert.opened_at) - alert.opened_at).total_seconds())
-        self.client.chat_postMessage(
-            channel=ref.channel, thread_ts=ref.ts,
-            text=escape(f"Resolved after {took}: {alert.resolution}"),
-        )

@@ -19,6 +19,19 @@ class SlackConfigError(ValueError):
     """A Slack setting that cannot be used; the message names the variable."""
 
 
+def _float(env: Mapping[str, str], name: str, default: float) -> float:
+    raw = env.get(name, "").strip()
+    if not raw:
+        return default
+    try:
+        value = float(raw)
+    except ValueError:
+        raise SlackConfigError(f"{name}={raw!r}: expected a number of seconds") from None
+    if not 0 <= value <= 60:
+        raise SlackConfigError(f"{name} must be between 0 and 60, got {raw}")
+    return value
+
+
 def _int(env: Mapping[str, str], name: str, default: int, minimum: int = 1) -> int:
     raw = env.get(name, "").strip()
     if not raw:
@@ -64,6 +77,8 @@ class SlackConfig:
     connection_retries: int = 2
     server_error_retries: int = 2
     outbox_interval_s: int = 15
+    timeout_s: int = 10  # each Web API call; a post that timed out is looked for before it is sent again
+    channel_pace_s: float = 1.0  # Slack takes about one message per second per channel
     command: str = "/triage"
     shortcut_callback_id: str = "triage_message"
 
@@ -119,5 +134,7 @@ class SlackConfig:
             connection_retries=_int(env, "TRIAGE_SLACK_CONNECTION_RETRIES", cls.connection_retries, 0),
             server_error_retries=_int(env, "TRIAGE_SLACK_SERVER_ERROR_RETRIES", cls.server_error_retries, 0),
             outbox_interval_s=_int(env, "TRIAGE_OUTBOX_INTERVAL_S", cls.outbox_interval_s),
+            timeout_s=_int(env, "TRIAGE_SLACK_TIMEOUT_S", cls.timeout_s, 1),
+            channel_pace_s=_float(env, "TRIAGE_SLACK_CHANNEL_PACE_S", cls.channel_pace_s),
             command=env.get("TRIAGE_SLASH_COMMAND", "").strip() or cls.command,
         )

@@ -29,7 +29,7 @@ from slack_sdk.errors import SlackApiError, SlackRequestError
 from slack_sdk.web import SlackResponse
 
 from bot.readiness import Status
-from bot.slack.client import webhook_client
+from bot.slack.client import header, parse_retry_after, webhook_client
 from bot.slack.config import SlackConfig
 from bot.slack.store import OutboxItem, SlackStore
 
@@ -41,6 +41,9 @@ TRANSIENT_ERRORS = frozenset({
 })
 AUTH_ERRORS = frozenset({"invalid_auth", "not_authed", "account_inactive", "token_revoked", "token_expired"})
 MEMORY_QUEUE_MAX = 1000
+PACE_INLINE_MAX_S = 3.0  # a longer wait for the channel's next slot waits in the outbox
+REPLY_EVENT = "triage_reply"  # message metadata event_type: carries the reply's idempotency key
+POSTS = frozenset({"chat.postMessage"})
 NOT_KEPT = frozenset({"views.open"})  # its trigger_id expires in seconds: a later retry cannot succeed
 RESPONSE_URL = "response_url"
 UPLOAD = "files_upload_v2"  # getUploadURLExternal → upload → completeUploadExternal
@@ -62,20 +65,19 @@ def _error_of(exc: Exception) -> tuple[str, bool, float | None]:
         response = exc.response
         status = getattr(response, "status_code", 200)
         error = str(response.get("error", "")) if hasattr(response, "get") else ""
-        retry_after = None
-        headers = getattr(response, "headers", {}) or {}
-        for name, value in headers.items():
-            if name.lower() == "retry-after":
-                raw = value[0] if isinstance(value, list) else value
-                try:
-                    retry_after = float(raw)
-                except (TypeError, ValueError):
-                    retry_after = None
+        raw = header(getattr(response, "headers", {}), "retry-after")
+        retry_after = parse_retry_after(raw) if raw is not None else None
         transient = status == 429 or status >= 500 or error in TRANSIENT_ERRORS
         return f"{status} {error}".strip(), transient, retry_after
     if isinstance(exc, URLError | OSError | TimeoutError | SlackRequestError):
         return f"{type(exc).__name__}: {exc}", True, None
     return f"{type(exc).__name__}: {exc}", False, None
+
+
+def _timed_out(exc: Exception) -> bool:
+    """The call may have reached Slack and landed: the answer was lost, not the request."""
+    text = f"{type(exc).__name__} {exc}".lower()
+    return isinstance(exc, TimeoutError | URLError | OSError | SlackRequestError) and ("timed out" in text or "timeout" in text)
 
 
 class Delivery:
@@ -90,24 +92,33 @@ class Delivery:
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self.last_refusal: str | None = None  # a refusal of our credentials, until a call lands again
+        self._next_slot: dict[str, float] = {}  # channel -> monotonic time of its next free slot
+        self._paced_until = 0.0  # monotonic time until which paced posts may wait in the outbox
 
     # -- sending ---------------------------------------------------------------------------
 
-    def call(self, method: str, client: WebClient | None = None, **kwargs: Any) -> SlackResponse | Failure | None:
-        """Send now; on a passing failure keep it for later and return None; on refusal a Failure."""
+    def call(self, method: str, client: WebClient | None = None, *, keep: bool = True,
+             **kwargs: Any) -> SlackResponse | Failure | None:
+        """Send now; on a passing failure keep it for later and return None (with `keep=False`: a
+        Failure, and the caller tries again itself); on refusal a Failure."""
         try:
             response = self._send(method, kwargs, client)
             self._landed()
             return response
         except Exception as exc:
             error, transient, retry_after = _error_of(exc)
+            if method in POSTS and _timed_out(exc) and (earlier := self.already_posted(kwargs, client)):
+                log.warning("%s timed out but had landed (found by its key): not posted again", method)
+                return earlier
+            if transient and not keep:
+                return Failure(error.split(" ", 1)[-1])
             if transient and method not in NOT_KEPT:
                 self._keep(method, kwargs, error, retry_after)
                 return None
             if error.endswith("invalid_blocks") and kwargs.get("blocks"):
                 log.error("Slack rejected the blocks of a %s (%s); sending the text only", method, error)
                 fallback = {k: v for k, v in kwargs.items() if k != "blocks"}
-                return self.call(method, client, **fallback)
+                return self.call(method, client, keep=keep, **fallback)
             log.error("Slack refused %s to %s: %s", method, kwargs.get("channel") or kwargs.get("user_id"), error)
             if error.split(" ", 1)[-1] in AUTH_ERRORS:
                 self.last_refusal = error.split(" ", 1)[-1]
@@ -117,7 +128,9 @@ class Delivery:
         self.last_refusal = None
 
     def post(self, channel: str, message_kwargs: dict[str, Any], thread_ts: str | None = None,
-             client: WebClient | None = None) -> SlackResponse | Failure | None:
+             client: WebClient | None = None, key: str | None = None) -> SlackResponse | Failure | None:
+        """Post a message, paced per channel; `key` makes it idempotent: it travels as message
+        metadata, and a retry after a timeout first looks for a message that carries it."""
         kwargs = {"channel": channel, **message_kwargs}
         if thread_ts:
             kwargs["thread_ts"] = thread_ts
@@ -125,7 +138,52 @@ class Delivery:
         kwargs.setdefault("link_names", False)
         kwargs.setdefault("unfurl_links", False)
         kwargs.setdefault("unfurl_media", False)
+        if key:
+            kwargs["metadata"] = {"event_type": REPLY_EVENT, "event_payload": {"key": key[:200]}}
+        wait = self._take_slot(channel)
+        if wait is None:
+            self._keep("chat.postMessage", kwargs, "paced: the channel's next slot", PACE_INLINE_MAX_S)
+            self._paced_until = time.monotonic() + 60
+            return None
+        if wait > 0:
+            time.sleep(wait)
         return self.call("chat.postMessage", client, **kwargs)
+
+    def _take_slot(self, channel: str) -> float | None:
+        """Take this channel's next free slot and return the seconds until it; None (and nothing
+        taken) when it is further off than a worker may wait."""
+        with self._lock:
+            now = time.monotonic()
+            slot = max(now, self._next_slot.get(channel, 0.0))
+            if slot - now > PACE_INLINE_MAX_S:
+                return None
+            self._next_slot[channel] = slot + self.config.channel_pace_s
+            if len(self._next_slot) > 10_000:  # forget channels whose slot is long past
+                self._next_slot = {c: t for c, t in self._next_slot.items() if t > now}
+            return slot - now
+
+    def already_posted(self, kwargs: dict[str, Any], client: WebClient | None = None) -> SlackResponse | None:
+        """The message an earlier try of this post left in Slack (its metadata key), if any: a
+        timed-out call may have landed."""
+        key = ((kwargs.get("metadata") or {}).get("event_payload") or {}).get("key")
+        if not key:
+            return None
+        client = client or self.client
+        try:
+            if kwargs.get("thread_ts"):
+                found = client.api_call("conversations.replies", params={
+                    "channel": kwargs["channel"], "ts": kwargs["thread_ts"], "include_all_metadata": True, "limit": 200})
+            else:
+                found = client.api_call("conversations.history", params={
+                    "channel": kwargs["channel"], "include_all_metadata": True, "limit": 50})
+        except Exception as exc:
+            log.warning("cannot look for an earlier try of a reply (%s); posting it", exc)
+            return None
+        for message in found.get("messages") or []:
+            payload = (message.get("metadata") or {}).get("event_payload") or {}
+            if payload.get("key") == key:
+                return found
+        return None
 
     def upload(self, channel: str, thread_ts: str | None, filename: str, content: str, title: str,
                client: WebClient | None = None) -> SlackResponse | Failure | None:
@@ -216,8 +274,20 @@ class Delivery:
 
     def _retry(self, item: OutboxItem) -> int:
         assert self.store is not None
+        payload = dict(item.payload)
+        if item.method in POSTS:
+            wait = self._take_slot(str(payload.get("channel", "")))
+            if wait is None:
+                self.store.defer(item, PACE_INLINE_MAX_S)  # the channel's pace: not a failed try
+                self._paced_until = time.monotonic() + 60
+                return 0
+            if wait > 0:
+                time.sleep(wait)
+            if self.already_posted(payload):  # an earlier try timed out after landing
+                self.store.sent(item.id)
+                return 1
         try:
-            self._send(item.method, dict(item.payload), None)
+            self._send(item.method, payload, None)
         except Exception as exc:
             error, transient, retry_after = _error_of(exc)
             if transient:
@@ -239,7 +309,8 @@ class Delivery:
             return
 
         def loop() -> None:
-            while not self._stop.wait(self.config.outbox_interval_s):
+            # paced posts are due within seconds: sweep every second while some wait
+            while not self._stop.wait(1.0 if time.monotonic() < self._paced_until else self.config.outbox_interval_s):
                 try:
                     self.sweep()
                 except Exception:  # the sweeper must outlive any one bad row

@@ -177,6 +177,12 @@ class SlackStore:
                 attempts=attempts, last_error=error[:2000], next_at=utcnow() + wait, claimed_until=None, state=state))
         return state
 
+    def defer(self, item: OutboxItem, delay: float) -> None:
+        """Send later without counting a try (the channel's pace, not a failure)."""
+        with self.session_factory.begin() as session:
+            session.execute(update(outbox_table).where(outbox_table.c.id == item.id).values(
+                next_at=utcnow() + timedelta(seconds=max(delay, 0.1)), claimed_until=None))
+
     def give_up(self, item: OutboxItem, error: str) -> None:
         with self.session_factory.begin() as session:
             session.execute(update(outbox_table).where(outbox_table.c.id == item.id).values(

@@ -67,7 +67,7 @@ class StoredFile:
 class _Fault:
     status: int
     times: int
-    retry_after: int | None = None
+    retry_after: int | float | str | None = None
     error: str = "ratelimited"
 
 
@@ -99,6 +99,7 @@ class SlackStandin:
         self._faults: dict[str, list[_Fault]] = {}
         self._delays: dict[str, float] = {}
         self._holds: dict[str, threading.Event] = {}
+        self.messages: dict[str, list[dict[str, Any]]] = {}  # channel -> messages the bot posted
         self._lock = threading.Lock()
         self._changed = threading.Condition(self._lock)
         self._ts = itertools.count(1)
@@ -153,8 +154,9 @@ class SlackStandin:
 
     # -- scripting -------------------------------------------------------------------------
 
-    def rate_limit(self, method: str, times: int = 1, retry_after: int = 1) -> None:
-        """The next `times` calls of `method` get 429 with `Retry-After: retry_after`."""
+    def rate_limit(self, method: str, times: int = 1, retry_after: int | float | str = 1) -> None:
+        """The next `times` calls of `method` get 429 with `Retry-After: retry_after` (any form:
+        seconds, "1.5", an HTTP date)."""
         with self._lock:
             self._faults.setdefault(method, []).append(_Fault(429, times, retry_after))
 
@@ -164,7 +166,8 @@ class SlackStandin:
             self._faults.setdefault(method, []).append(_Fault(status, times, None, error))
 
     def slow(self, method: str, seconds: float) -> None:
-        """Answer `method` (or "download") only after `seconds`: a slow Slack, for ack-timing tests."""
+        """Answer `method` (or "download") `seconds` late: the call is handled at once (a posted
+        message lands) and only the answer is slow, as when Slack or the network is."""
         with self._lock:
             self._delays[method] = seconds
 
@@ -273,7 +276,8 @@ class SlackStandin:
         fault = self._fault_for(method)
         if fault is not None:
             if fault.status == 429:
-                return 429, {"Retry-After": str(fault.retry_after or 1)}, {"ok": False, "error": "ratelimited"}
+                retry_after = "1" if fault.retry_after is None else str(fault.retry_after)
+                return 429, {"Retry-After": retry_after}, {"ok": False, "error": "ratelimited"}
             return fault.status, {}, {"ok": False, "error": fault.error}
         if method == "apps.connections.open":
             if not (token or "").startswith("xapp-"):
@@ -323,7 +327,32 @@ class SlackStandin:
                    "text": body.get("text", ""), "blocks": body.get("blocks", [])}
         if body.get("thread_ts"):
             message["thread_ts"] = body["thread_ts"]
+        if isinstance(body.get("metadata"), dict):
+            message["metadata"] = body["metadata"]
+        with self._lock:
+            self.messages.setdefault(channel, []).append(message)
         return {"ok": True, "channel": channel, "ts": ts, "message": message}
+
+    def _listed(self, messages: list[dict[str, Any]], body: dict[str, Any]) -> dict[str, Any]:
+        keep = str(body.get("include_all_metadata", "")).lower() in ("1", "true")
+        shown = [m if keep else {k: v for k, v in m.items() if k != "metadata"} for m in messages]
+        return {"ok": True, "messages": shown, "has_more": False}
+
+    def _m_conversations_replies(self, body: dict[str, Any]) -> dict[str, Any]:
+        channel, ts = str(body.get("channel") or ""), str(body.get("ts") or "")
+        if not channel or not ts:
+            return {"ok": False, "error": "invalid_arguments"}
+        with self._lock:
+            thread = [m for m in self.messages.get(channel, []) if m["ts"] == ts or m.get("thread_ts") == ts]
+        return self._listed(thread, body)
+
+    def _m_conversations_history(self, body: dict[str, Any]) -> dict[str, Any]:
+        channel = str(body.get("channel") or "")
+        if not channel:
+            return {"ok": False, "error": "channel_not_found"}
+        with self._lock:
+            recent = list(reversed(self.messages.get(channel, [])))[: int(body.get("limit") or 100)]
+        return self._listed(recent, body)
 
     def _m_chat_postEphemeral(self, body: dict[str, Any]) -> dict[str, Any]:
         if not body.get("channel") or not body.get("user"):
@@ -424,7 +453,12 @@ class _Handler(BaseHTTPRequestHandler):
             return auth[len("Bearer "):].strip()
         return body.get("token")
 
+    _late: float = 0.0
+
     def _send(self, status: int, body: bytes, content_type: str, headers: dict[str, str] | None = None) -> None:
+        if self._late:
+            time.sleep(self._late)
+            self._late = 0.0
         self.send_response(status)
         self.send_header("Content-Type", content_type)
         self.send_header("Content-Length", str(len(body)))
@@ -444,7 +478,7 @@ class _Handler(BaseHTTPRequestHandler):
                 "response_url" if path.startswith("/response/") else path.rsplit("/", 1)[-1])
         delay = owner._delays.get(kind)
         if delay:
-            time.sleep(delay)
+            self._late = delay  # handled now, answered late (see _send)
         gate = owner._holds.get(kind)
         if gate is not None:
             gate.wait(120)

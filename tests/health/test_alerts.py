@@ -6,19 +6,28 @@ from datetime import UTC, datetime, timedelta
 
 from slack_sdk import WebClient
 
-from bot.health.alerts import Alert, SlackNotifier, alert_blocks, escape
+from bot.health.alerts import Alert, alert_blocks, escape
 from bot.health.config import parse_engines
 from bot.health.monitor import HealthMonitor
+from bot.slack.config import SlackConfig
+from bot.slack.delivery import Delivery
+from bot.slack.outputs import SlackNotifier
 from bot.testing.fake_engines import Mode
 from bot.testing.slack_standin import BOT_TOKEN, SlackStandin
 from tests.health.conftest import FAST, engine_entry
+
+
+def _notifier(slack: SlackStandin) -> SlackNotifier:
+    config = SlackConfig(bot_token=BOT_TOKEN, api_url=slack.api_url, rate_limit_retries=0, server_error_retries=0,
+                         channel_pace_s=0.0)
+    return SlackNotifier(Delivery(config, None, WebClient(token=BOT_TOKEN, base_url=slack.api_url)), "C0ALERTS")
 
 
 def test_alert_lifecycle_through_the_web_api(fakes, store) -> None:
     fake = fakes.add("vllm", name="llama-prod", mode=Mode.KV_SATURATED, **FAST)
     config = parse_engines({"engines": [engine_entry(fake, model="meta-llama/Llama-3.1-8B-Instruct")]})
     with SlackStandin() as slack:
-        notifier = SlackNotifier(WebClient(token=BOT_TOKEN, base_url=slack.api_url), "C0ALERTS")
+        notifier = _notifier(slack)
         monitor = HealthMonitor(config, store=store, notifier=notifier)
         try:
             for _ in range(2):
@@ -66,7 +75,7 @@ def test_a_failed_post_is_retried_while_the_incident_stays_open(fakes, store) ->
     config = parse_engines({"engines": [engine_entry(fake)]})
     with SlackStandin() as slack:
         slack.fail("chat.postMessage", status=200, times=1, error="channel_not_found")
-        notifier = SlackNotifier(WebClient(token=BOT_TOKEN, base_url=slack.api_url), "C0ALERTS")
+        notifier = _notifier(slack)
         monitor = HealthMonitor(config, store=store, notifier=notifier)
         try:
             for _ in range(3):
@@ -75,3 +84,41 @@ def test_a_failed_post_is_retried_while_the_incident_stays_open(fakes, store) ->
             monitor.close()
         posts = slack.bodies("chat.postMessage")
     assert len(posts) == 1, "posted exactly once, on the check after the failure"
+
+
+def test_a_resolution_slack_refuses_for_a_while_lands_from_the_outbox(fakes, store) -> None:
+    """The engine recovers while Slack answers 500: the edit and the thread reply wait, then land."""
+    from datetime import UTC, datetime, timedelta
+
+    from bot.slack.delivery import wait_for_outbox
+    from bot.slack.store import SlackStore
+
+    fake = fakes.add("vllm", name="llama-prod", mode=Mode.REFUSED, **FAST)
+    config = parse_engines({"engines": [engine_entry(fake)]})
+    outbox = SlackStore(store.session_factory)
+    outbox.ensure_schema()
+    with SlackStandin() as slack:
+        slack_config = SlackConfig(bot_token=BOT_TOKEN, api_url=slack.api_url, rate_limit_retries=0,
+                                   server_error_retries=0, channel_pace_s=0.0)
+        delivery = Delivery(slack_config, outbox, WebClient(token=BOT_TOKEN, base_url=slack.api_url))
+        monitor = HealthMonitor(config, store=store, notifier=SlackNotifier(delivery, "C0ALERTS"))
+        try:
+            for _ in range(2):
+                monitor.run_once_sync()
+            slack.wait_for("chat.postMessage", 1)
+            [alert] = slack.messages["C0ALERTS"]
+            slack.fail("chat.update", status=500, times=3)
+            slack.fail("chat.postMessage", status=500, times=3)
+            fake.set_mode(Mode.HEALTHY)
+            for _ in range(2):
+                monitor.run_once_sync()
+        finally:
+            monitor.close()
+        assert [r["method"] for r in outbox.rows()] == ["chat.update", "chat.postMessage"]
+        for _ in range(3):  # Slack is back after its failures: the sweeper delivers both, once
+            wait_for_outbox(delivery, timeout=5, now=datetime.now(UTC) + timedelta(hours=2))
+        [update] = slack.wait_for("chat.update", 1)
+        replies = [p for p in slack.wait_for("chat.postMessage", 2) if p.get("thread_ts")]
+    assert update["ts"] == alert["ts"] and "Resolved" in update["text"]
+    assert len(replies) == 1 and replies[0]["thread_ts"] == alert["ts"]
+    assert {r["state"] for r in outbox.rows()} == {"sent"}

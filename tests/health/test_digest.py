@@ -16,10 +16,12 @@ from bot.cli.main import cli
 from bot.digest import build_digest, digest_blocks, limit_problems, render_png
 from bot.digest.blocks import environment
 from bot.digest.chart import PALETTE
-from bot.digest.post import post_digest
 from bot.history import HistoryStore, Observation
 from bot.history.db import make_engine, make_session_factory
 from bot.history.models import Base
+from bot.slack.config import SlackConfig
+from bot.slack.delivery import Delivery
+from bot.slack.outputs import post_digest
 from bot.testing.slack_standin import BOT_TOKEN, SlackStandin
 
 END = datetime(2025, 6, 9, 7, 0, tzinfo=UTC)  # Monday 09:00 in Berlin: the digest covers Mon 2 – Sun 8 June
@@ -110,7 +112,9 @@ def test_digest_blocks_fit_slack_and_post_with_the_chart(seeded) -> None:
     text = json.dumps(blocks)
     assert "health.engine_down" in text and "llama-prod" in text and "90.00%" in text
     with SlackStandin() as slack:
-        result = post_digest(WebClient(token=BOT_TOKEN, base_url=slack.api_url), "C0DIGEST", d)
+        delivery = Delivery(SlackConfig(bot_token=BOT_TOKEN, api_url=slack.api_url), None,
+                            WebClient(token=BOT_TOKEN, base_url=slack.api_url))
+        result = post_digest(delivery, "C0DIGEST", d)
         assert slack.bodies("files.completeUploadExternal"), "the chart went up with files_upload_v2"
         upload = next(iter(slack.uploads.values()))
     assert upload[:8] == b"\x89PNG\r\n\x1a\n"

@@ -9,6 +9,7 @@ import yaml
 from bot.history.db import make_engine
 from bot.history.models import Base
 from bot.scheduler import build_scheduler
+from bot.slack.outputs import scheduler_outputs
 from bot.testing.fake_engines import Mode
 from bot.testing.slack_standin import BOT_TOKEN, SlackStandin
 from tests.health.conftest import FAST, engine_entry
@@ -28,7 +29,7 @@ def test_the_bot_scheduler_checks_alerts_and_posts_the_digest(fakes, tmp_path: P
             "SLACK_BOT_TOKEN": BOT_TOKEN, "SLACK_API_URL": slack.api_url,
             "TRIAGE_ALERT_CHANNEL": "C0ALERTS", "TRIAGE_DIGEST_CHANNEL": "C0DIGEST",
         }
-        scheduler = build_scheduler(environ=env)
+        scheduler = build_scheduler(environ=env, outputs=lambda store: scheduler_outputs(env, store=store))
         assert set(scheduler.jobs) == {"health_check", "weekly_digest", "retention_prune"}
         scheduler.start()
         try:

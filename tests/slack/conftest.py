@@ -80,7 +80,8 @@ class Env:
 
 def start_env(slack: SlackStandin, triager: Triager, history: HistoryStore,
               integrations: Integrations | None = None, **overrides: Any) -> Env:
-    settings: dict[str, Any] = {"admins": frozenset({ADMIN}), "rate_limit_retries": 2} | overrides
+    # no channel pacing unless a test asks for it: bursts to one channel would wait in the outbox
+    settings: dict[str, Any] = {"admins": frozenset({ADMIN}), "rate_limit_retries": 2, "channel_pace_s": 0.0} | overrides
     config = SlackConfig(bot_token=BOT_TOKEN, signing_secret=SIGNING_SECRET, api_url=slack.api_url, **settings)
     bot = build(config, triager=triager, history=history,
                 integrations=integrations or Integrations(discover=False))

@@ -44,13 +44,15 @@ def register_all(app: App, deps: Any) -> None:
 
 
 def post_answer(deps: Any, client: Any, channel: str, thread_ts: str | None, message: Any,
-                incident_id: int | None, engine: str | None, full_text: Callable[[], str] | None = None) -> Any:
+                incident_id: int | None, engine: str | None, full_text: Callable[[], str] | None = None,
+                key: str | None = None) -> Any:
     """Post an answer in a channel and remember it, so Resolved and repeats can find it later.
 
+    `key` (the request's once-only key) makes the post idempotent across timeouts and retries.
     When the message had to be cut to fit Slack's limits, the whole answer follows in the thread
     as a text file (`full_text` renders it), so nothing the bot knows is withheld.
     """
-    response = deps.delivery.post(channel, message.kwargs(), thread_ts=thread_ts, client=client)
+    response = deps.delivery.post(channel, message.kwargs(), thread_ts=thread_ts, client=client, key=key)
     if response and incident_id is not None and deps.history is not None:
         try:
             deps.history.record_posted(channel, response["ts"], "answer", incident_id, engine)

@@ -29,7 +29,7 @@ from bot.slack.blocks import (
 )
 from bot.slack.commands import refusal
 from bot.slack.delivery import Failure
-from bot.slack.listeners import ack_now, already_handled, logged, post_answer
+from bot.slack.listeners import ack_now, already_handled, logged, once_key, post_answer
 from bot.slack.modals import wrong_match_modal
 
 log = logging.getLogger(__name__)
@@ -158,7 +158,7 @@ def handle_post(deps: Any, body: dict[str, Any], client: WebClient) -> None:
     user = _user(body)
     blocks = [context(f"Shared by {_mention(user)} from `{deps.config.command}`"), *without_share_button(share.blocks)]
     response = post_answer(deps, client, share.channel, None, Message(share.text, blocks[:50]), share.incident_id,
-                           None)
+                           None, key=once_key(body))
     if isinstance(response, Failure):
         if response.error in ("not_in_channel", "channel_not_found"):
             _tell(deps, body, "I can't post in this channel yet.", "Invite me with `/invite @triage-bot`, then "

@@ -48,4 +48,4 @@ def handle_mention(deps: Any, body: dict[str, Any], event: dict[str, Any], clien
     result = deps.commands.run(text, user=user, channel=channel, key=event_id, thread_ts=thread_ts, notes=problems)
     match = result.triaged.answer.match if result.triaged else None
     post_answer(deps, client, channel, thread_ts, result.message, result.incident_id, match.engine if match else None,
-                result.triaged.full_text if result.triaged else None)
+                result.triaged.full_text if result.triaged else None, key=event_id)

@@ -74,7 +74,7 @@ def handle_message(deps: Any, body: dict[str, Any], event: dict[str, Any], clien
         return  # muted: recorded, not posted
     match = triaged.answer.match
     post_answer(deps, client, channel, thread_ts, triaged.message(short_repeat=not explicit), triaged.incident_id,
-                match.engine if match else None, triaged.full_text)
+                match.engine if match else None, triaged.full_text, key=event_id)
 
 
 def _post_problems(deps: Any, client: WebClient, channel: str, thread_ts: str | None, problems: list[str]) -> None:

@@ -15,7 +15,7 @@ from slack_sdk import WebClient
 
 from bot.slack.blocks import text_message
 from bot.slack.delivery import Failure
-from bot.slack.listeners import ack_now, already_handled, logged, post_answer
+from bot.slack.listeners import ack_now, already_handled, logged, once_key, post_answer
 
 log = logging.getLogger(__name__)
 
@@ -52,7 +52,7 @@ def handle_shortcut(deps: Any, shortcut: dict[str, Any], client: WebClient) -> N
     answer = triaged.message()
     match = triaged.answer.match
     response = post_answer(deps, client, channel, thread_ts, answer, triaged.incident_id,
-                           match.engine if match else None, triaged.full_text)
+                           match.engine if match else None, triaged.full_text, key=once_key(shortcut))
     if isinstance(response, Failure) and response.error in NOT_IN_CHANNEL:
         hint = text_message("I'm not in this channel, so only you see this answer.",
                             "Invite me with `/invite @triage-bot` to answer in threads here.")
