@@ -16,6 +16,7 @@ from bot.history.db import make_engine
 from bot.history.models import Base, UTCDateTime
 from bot.scheduler import claims_metadata
 from bot.settings import Settings
+from bot.slack.inbox import inbox_metadata
 from bot.slack.store import metadata as slack_metadata
 
 config = context.config
@@ -23,7 +24,7 @@ if config.config_file_name is not None and not config.attributes.get("skip_loggi
     logging.config.fileConfig(config.config_file_name, disable_existing_loggers=False)
 
 # every table the bot owns: the history's models, the Slack outbox and shares, the scheduler's claims
-target_metadata = [Base.metadata, slack_metadata, claims_metadata]
+target_metadata = [Base.metadata, slack_metadata, claims_metadata, inbox_metadata]
 
 
 def _render_item(kind: str, obj: object, _context: object) -> str | bool:

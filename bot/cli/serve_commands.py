@@ -86,7 +86,7 @@ def serve(http_mode: bool, port: int, host: str, force_console: bool, migrate: b
         bot = build(config, http=http_mode)
     except SlackConfigError as exc:
         raise click.ClickException(str(exc)) from None
-    bot.delivery.start_sweeper()
+    bot.start_sweepers()
     scheduler = _start_scheduler(bot) if with_scheduler else None
     if with_scheduler:
         from bot.readiness import scheduler_check

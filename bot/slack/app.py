@@ -14,8 +14,10 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from slack_bolt import App
@@ -27,6 +29,7 @@ from bot.slack.commands import Commands
 from bot.slack.config import SlackConfig, SlackConfigError
 from bot.slack.delivery import Delivery
 from bot.slack.files import FileReader
+from bot.slack.inbox import Inbox
 from bot.slack.integrations import Integrations
 from bot.slack.store import SlackStore
 from bot.slack.triage import TriageJob
@@ -46,19 +49,34 @@ BOLT_LOGGER.addFilter(_ClientTokenNotice())
 
 
 class WorkTracker(ThreadPoolExecutor):
-    """A thread pool that knows how much work is in flight (for graceful shutdown and tests)."""
+    """A thread pool that knows how much work is in flight (for graceful shutdown and tests), with
+    a bound: past `limit` jobs waiting or running, a job is not queued (its request waits in the
+    inbox, where the sweeper finds it once there is room), so a burst cannot grow memory without end."""
 
-    def __init__(self, max_workers: int):
+    def __init__(self, max_workers: int, limit: int = 0):
         super().__init__(max_workers=max_workers, thread_name_prefix="triage-slack")
+        self.limit = limit
+        self.refused = 0
         self._in_flight = 0
         self._idle = threading.Condition()
 
     def submit(self, fn: Any, /, *args: Any, **kwargs: Any) -> Future[Any]:
         with self._idle:
+            if self.limit and self._in_flight >= self.limit:
+                self.refused += 1
+                refused: Future[Any] = Future()
+                refused.set_result(None)
+                log.warning("work queue full (%s jobs): the request waits in the inbox", self._in_flight)
+                return refused
             self._in_flight += 1
         future = super().submit(fn, *args, **kwargs)
         future.add_done_callback(self._done)
         return future
+
+    @property
+    def room(self) -> int:
+        with self._idle:
+            return max(0, self.limit - self._in_flight) if self.limit else 1_000
 
     def _done(self, _future: Future[Any]) -> None:
         with self._idle:
@@ -99,6 +117,17 @@ class Deps:
     integrations: Integrations
     surfaces: Surfaces
     executor: WorkTracker
+    inbox: Inbox | None = None
+    _bot_user_id: str | None = None
+
+    def bot_user_id(self) -> str:
+        """The bot's own user id (auth.test once), for requests run again from the inbox."""
+        if self._bot_user_id is None:
+            try:
+                self._bot_user_id = str(self.delivery.client.auth_test().get("user_id") or "")
+            except Exception:
+                return ""
+        return self._bot_user_id
 
 
 @dataclass
@@ -106,6 +135,8 @@ class SlackBot:
     app: App
     deps: Deps
     readiness: Readiness = field(default_factory=Readiness)
+    _stop: threading.Event = field(default_factory=threading.Event)
+    _inbox_thread: threading.Thread | None = None
 
     @property
     def delivery(self) -> Delivery:
@@ -114,12 +145,50 @@ class SlackBot:
     def wait_idle(self, timeout: float = 30.0) -> bool:
         return self.deps.executor.wait_idle(timeout)
 
+    def start_sweepers(self) -> None:
+        """The outbox sweeper, and the inbox sweeper that runs what nobody finished."""
+        self.deps.delivery.start_sweeper()
+        if self.deps.inbox is None or self._inbox_thread is not None:
+            return
+        self._inbox_thread = threading.Thread(target=self._sweep_inbox_loop, name="slack-inbox", daemon=True)
+        self._inbox_thread.start()
+
+    def sweep_inbox(self) -> int:
+        """Run (on the executor) the requests left unfinished; how many were taken."""
+        from bot.slack.listeners import run_once
+
+        inbox, executor = self.deps.inbox, self.deps.executor
+        if inbox is None or not executor.room:
+            return 0
+        orphans = inbox.orphans(limit=min(50, executor.room))
+        for orphan in orphans:
+            log.warning("inbox: running %s %s again (left unfinished)", orphan.kind, orphan.key)
+            executor.submit(run_once, self.deps, orphan.kind, orphan.body, replay=True)
+        return len(orphans)
+
+    def _sweep_inbox_loop(self) -> None:
+        last_prune = 0.0
+        while not self._stop.wait(self.deps.config.inbox_sweep_s):
+            try:
+                self.sweep_inbox()
+                if time.monotonic() - last_prune > 600 and self.deps.inbox is not None:
+                    self.deps.inbox.prune()
+                    last_prune = time.monotonic()
+            except Exception:  # the sweeper must outlive any one bad row
+                log.exception("inbox sweep failed")
+
     def close(self, timeout: float = 10.0) -> None:
-        """Finish the work in flight, then stop the outbox sweeper."""
+        """Finish the work in flight, then stop the sweepers."""
+        self._stop.set()
         if not self.deps.executor.wait_idle(timeout):
-            log.warning("stopping with %s Slack jobs still running", self.deps.executor.in_flight)
+            log.warning("stopping with %s Slack jobs still running (their requests stay in the inbox)",
+                        self.deps.executor.in_flight)
         self.deps.delivery.stop()
+        if self._inbox_thread is not None:
+            self._inbox_thread.join(timeout)
         self.deps.executor.shutdown(wait=False)
+        if self.deps.inbox is not None:
+            self.deps.inbox.close()
 
 
 def open_history() -> Any | None:
@@ -130,6 +199,29 @@ def open_history() -> Any | None:
         return HistoryStore.from_settings()
     except Exception as exc:
         log.error("the incident history is unavailable (%s): answering without it", exc)
+        return None
+
+
+def open_inbox(config: SlackConfig, history: Any | None) -> Inbox | None:
+    """The durable inbox: on the history's database, with its local fallback beside the spool."""
+    from datetime import timedelta
+
+    from bot.settings import Settings
+    from bot.slack.inbox import inbox_metadata, local_engine
+
+    try:
+        path = Path(config.inbox_path) if config.inbox_path else \
+            Settings.from_env().spool_path.with_name("triage-bot.inbox.sqlite3")
+        shared = history.session_factory.kw["bind"] if history is not None else None
+        if shared is not None:
+            try:
+                inbox_metadata.create_all(shared, checkfirst=True)  # Alembic 0004 owns it; tests and a first run
+            except Exception as exc:
+                log.warning("cannot create the shared inbox table (%s): the local inbox takes every request", exc)
+        return Inbox(shared, local_engine(path), replica=config.replica_id,
+                     lease=timedelta(seconds=config.inbox_lease_s), pending_grace=timedelta(seconds=config.inbox_grace_s))
+    except Exception as exc:
+        log.error("the inbox is unavailable (%s): a crash after an ack can lose that request", exc)
         return None
 
 
@@ -154,7 +246,8 @@ def build(config: SlackConfig, *, triager: Triager | None = None, history: Any |
             log.error("cannot create the Slack outbox tables (%s): failed replies are kept in memory", exc)
             store = None
     client = web_client(config)
-    executor = WorkTracker(config.workers)
+    executor = WorkTracker(config.workers, config.max_queue)
+    inbox = open_inbox(config, history)
     app = App(
         name="triage-bot",
         client=client,  # carries the token; bolt calls auth.test with it once, here
@@ -170,7 +263,7 @@ def build(config: SlackConfig, *, triager: Triager | None = None, history: Any |
     deps = Deps(
         config=config, job=job, commands=Commands(job, history, config, integrations),
         delivery=Delivery(config, store, client), history=history, store=store, integrations=integrations,
-        surfaces=Surfaces(), executor=executor,
+        surfaces=Surfaces(), executor=executor, inbox=inbox,
     )
     register_all(app, deps)
     bot = SlackBot(app, deps)

@@ -8,6 +8,7 @@ a bad value fails there naming its variable instead of half-working later.
 from __future__ import annotations
 
 import os
+import socket
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -79,6 +80,12 @@ class SlackConfig:
     outbox_interval_s: int = 15
     timeout_s: int = 10  # each Web API call; a post that timed out is looked for before it is sent again
     channel_pace_s: float = 1.0  # Slack takes about one message per second per channel
+    replica_id: str = field(default_factory=lambda: os.environ.get("HOSTNAME") or socket.gethostname())
+    inbox_path: str = ""  # the local inbox (used while the database is away); default: beside the spool
+    inbox_lease_s: int = 120  # a claimed request not done by then is run again by any replica
+    inbox_grace_s: int = 30  # a request nobody claimed for this long is run by any replica
+    inbox_sweep_s: float = 2.0
+    max_queue: int = 200  # jobs waiting or running; beyond it a request waits in the inbox
     command: str = "/triage"
     shortcut_callback_id: str = "triage_message"
 
@@ -136,5 +143,11 @@ class SlackConfig:
             outbox_interval_s=_int(env, "TRIAGE_OUTBOX_INTERVAL_S", cls.outbox_interval_s),
             timeout_s=_int(env, "TRIAGE_SLACK_TIMEOUT_S", cls.timeout_s, 1),
             channel_pace_s=_float(env, "TRIAGE_SLACK_CHANNEL_PACE_S", cls.channel_pace_s),
+            replica_id=env.get("TRIAGE_REPLICA_ID", "").strip() or env.get("HOSTNAME", "").strip() or socket.gethostname(),
+            inbox_path=env.get("TRIAGE_INBOX_PATH", "").strip(),
+            inbox_lease_s=_int(env, "TRIAGE_INBOX_LEASE_S", cls.inbox_lease_s),
+            inbox_grace_s=_int(env, "TRIAGE_INBOX_GRACE_S", cls.inbox_grace_s),
+            inbox_sweep_s=_float(env, "TRIAGE_INBOX_SWEEP_S", cls.inbox_sweep_s),
+            max_queue=_int(env, "TRIAGE_SLACK_MAX_QUEUE", cls.max_queue),
             command=env.get("TRIAGE_SLASH_COMMAND", "").strip() or cls.command,
         )

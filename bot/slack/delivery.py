@@ -31,6 +31,7 @@ from slack_sdk.web import SlackResponse
 from bot.readiness import Status
 from bot.slack.client import header, parse_retry_after, webhook_client
 from bot.slack.config import SlackConfig
+from bot.slack.inbox import REPLAY
 from bot.slack.store import OutboxItem, SlackStore
 
 log = logging.getLogger(__name__)
@@ -140,6 +141,9 @@ class Delivery:
         kwargs.setdefault("unfurl_media", False)
         if key:
             kwargs["metadata"] = {"event_type": REPLY_EVENT, "event_payload": {"key": key[:200]}}
+            if REPLAY.get() and (earlier := self.already_posted(kwargs, client)):
+                log.info("a reply for %s was posted before the crash: not posted again", key)
+                return earlier
         wait = self._take_slot(channel)
         if wait is None:
             self._keep("chat.postMessage", kwargs, "paced: the channel's next slot", PACE_INLINE_MAX_S)

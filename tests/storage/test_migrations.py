@@ -18,10 +18,12 @@ from bot.history import HistoryStore, Observation
 from bot.history.db import make_engine
 from bot.history.models import Base
 from bot.scheduler import claims_metadata
+from bot.slack.inbox import inbox_metadata
 from bot.slack.store import metadata as slack_metadata
 
 ROOT = Path(__file__).resolve().parents[2]
-TABLES = {table.name for meta in (Base.metadata, slack_metadata, claims_metadata) for table in meta.sorted_tables}
+TABLES = {table.name for meta in (Base.metadata, slack_metadata, claims_metadata, inbox_metadata)
+          for table in meta.sorted_tables}
 
 
 @pytest.fixture(params=["sqlite", "postgresql"])
@@ -89,7 +91,7 @@ def test_cli_db_upgrade_current_and_history(
     upgraded = runner.invoke(cli, ["db", "upgrade"], env=env)
     assert upgraded.exit_code == 0, upgraded.output
     current = runner.invoke(cli, ["db", "current"], env=env)
-    assert current.exit_code == 0 and "0003" in current.output
+    assert current.exit_code == 0 and "0004" in current.output
 
     store = HistoryStore.from_url(empty_url)
     store.record(Observation("vllm.kv_cache_no_memory", "vllm", "llama-prod"))

@@ -2,7 +2,10 @@
 
 Every listener acks at once and does its work in a lazy function (bolt runs it on the app's
 executor after the ack), so Slack gets its answer well within 3 seconds whatever the work costs:
-file downloads, the database, Slack calls. A new surface is one new module added to SURFACES.
+file downloads, the database, Slack calls. A surface whose work matters registers through
+`durable`: its request is written to the inbox (bot/slack/inbox.py) before the ack, and the
+work claims it, so a crash after the ack loses nothing and a retry or replay runs nothing twice.
+A new surface is one new module added to SURFACES.
 """
 
 from __future__ import annotations
@@ -13,7 +16,10 @@ from collections.abc import Callable
 from functools import wraps
 from typing import Any
 
-from slack_bolt import Ack, App
+from slack_bolt import Ack, App, BoltContext
+from slack_sdk import WebClient
+
+from bot.slack.inbox import REPLAY
 
 log = logging.getLogger(__name__)
 
@@ -36,6 +42,52 @@ def logged(func: Callable[..., None]) -> Callable[..., None]:
             log.exception("%s failed", func.__name__)
 
     return wrapper
+
+
+Handler = Callable[[Any, dict[str, Any], WebClient, BoltContext], None]
+HANDLERS: dict[str, Handler] = {}  # inbox kind -> the work for one request body (replays use it too)
+
+
+def durable(deps: Any, kind: str, handler: Handler) -> tuple[Callable[..., None], Callable[..., None]]:
+    """The (ack, lazy) pair of a surface whose request is written down before its ack."""
+    HANDLERS[kind] = handler
+
+    def accept(ack: Ack, body: dict[str, Any]) -> None:
+        key = once_key(body)
+        if key and deps.inbox is not None:
+            deps.inbox.accept(key, kind, body)
+        ack()
+
+    def work(body: dict[str, Any], client: WebClient, context: BoltContext) -> None:
+        run_once(deps, kind, body, client, context)
+
+    return accept, work
+
+
+def run_once(deps: Any, kind: str, body: dict[str, Any], client: WebClient | None = None,
+             context: BoltContext | None = None, *, replay: bool = False) -> None:
+    """Claim the request's inbox row, do its work, mark it done; nothing when another run has it.
+    A replay's row was claimed by the sweep that found it."""
+    key = once_key(body)
+    if key and deps.inbox is not None and not replay and deps.inbox.claim(key) is False:
+        log.info("%s already handled (retry, replay or another replica)", key)
+        return
+    token = REPLAY.set(replay)
+    try:
+        HANDLERS[kind](deps, body, client or deps.delivery.client, context or replay_context(deps, body))
+    except Exception:
+        # a request whose work raises would raise again: it is logged and not retried
+        log.exception("%s work for %s failed", kind, key)
+    finally:
+        REPLAY.reset(token)
+        if key and deps.inbox is not None:
+            deps.inbox.done(key)
+
+
+def replay_context(deps: Any, body: dict[str, Any]) -> BoltContext:
+    """What a listener reads from bolt's context, for a request run again from the inbox."""
+    bot_user = next((a.get("user_id") for a in body.get("authorizations") or [] if a.get("is_bot")), None)
+    return BoltContext({"bot_user_id": bot_user or deps.bot_user_id()})
 
 
 def register_all(app: App, deps: Any) -> None:
@@ -74,11 +126,4 @@ def once_key(body: dict[str, Any]) -> str | None:
     return None
 
 
-def already_handled(deps: Any, body: dict[str, Any]) -> bool:
-    """True when this request was handled before (a Slack retry, a replayed request, or another
-    replica took it)."""
-    key = once_key(body)
-    if key and deps.history is not None and not deps.history.mark_event_once(key):
-        log.info("%s already handled (retry, replay or another replica)", key)
-        return True
-    return False
+

@@ -29,7 +29,7 @@ from bot.slack.blocks import (
 )
 from bot.slack.commands import refusal
 from bot.slack.delivery import Failure
-from bot.slack.listeners import ack_now, already_handled, logged, once_key, post_answer
+from bot.slack.listeners import durable, once_key, post_answer
 from bot.slack.modals import wrong_match_modal
 
 log = logging.getLogger(__name__)
@@ -38,29 +38,14 @@ _USER_ID = re.compile(r"^[UW][A-Z0-9]{2,}$")
 
 
 def register(app: App, deps: Any) -> None:
-    @logged
-    def on_resolve(body: dict[str, Any], client: WebClient) -> None:
-        if not already_handled(deps, body):
-            handle_resolve(deps, body, client)
-
-    @logged
-    def on_wrong_match(body: dict[str, Any], client: WebClient) -> None:
-        if not already_handled(deps, body):
-            handle_wrong_match(deps, body, client)
-
-    @logged
-    def on_helpful(body: dict[str, Any]) -> None:
-        if not already_handled(deps, body):
-            handle_helpful(deps, body)
-
-    @logged
-    def on_post(body: dict[str, Any], client: WebClient) -> None:
-        if not already_handled(deps, body):
-            handle_post(deps, body, client)
-
-    for action_id, lazy in ((ACTION_RESOLVE, on_resolve), (ACTION_WRONG, on_wrong_match),
-                            (ACTION_HELPFUL, on_helpful), (ACTION_POST, on_post)):
-        app.action(action_id)(ack=ack_now, lazy=[lazy])
+    for action_id, kind, work in (
+        (ACTION_RESOLVE, "resolve", lambda deps, body, client, _ctx: handle_resolve(deps, body, client)),
+        (ACTION_WRONG, "wrong_match", lambda deps, body, client, _ctx: handle_wrong_match(deps, body, client)),
+        (ACTION_HELPFUL, "helpful", lambda deps, body, _client, _ctx: handle_helpful(deps, body)),
+        (ACTION_POST, "post", lambda deps, body, client, _ctx: handle_post(deps, body, client)),
+    ):
+        accept, lazy = durable(deps, kind, work)
+        app.action(action_id)(ack=accept, lazy=[lazy])
         deps.surfaces.actions.add(action_id)
 
 

@@ -14,7 +14,7 @@ from slack_bolt import App, BoltContext
 from slack_sdk import WebClient
 
 from bot.slack.blocks import text_message
-from bot.slack.listeners import ack_now, already_handled, logged, post_answer
+from bot.slack.listeners import durable, post_answer
 from bot.slack.text import strip_mention
 
 log = logging.getLogger(__name__)
@@ -23,18 +23,17 @@ EVENTS = ("app_mention",)
 
 
 def register(app: App, deps: Any) -> None:
-    @logged
-    def on_mention(body: dict[str, Any], event: dict[str, Any], client: WebClient, context: BoltContext) -> None:
-        handle_mention(deps, body, event, client, context)
+    def work(deps: Any, body: dict[str, Any], client: WebClient, context: BoltContext) -> None:
+        handle_mention(deps, body, body.get("event") or {}, client, context)
 
-    app.event("app_mention")(ack=ack_now, lazy=[on_mention])
+    accept, on_mention = durable(deps, "mention", work)
+
+    app.event("app_mention")(ack=accept, lazy=[on_mention])
     deps.surfaces.events.update(EVENTS)
 
 
 def handle_mention(deps: Any, body: dict[str, Any], event: dict[str, Any], client: WebClient,
                    context: BoltContext) -> None:
-    if already_handled(deps, body):
-        return
     event_id = body.get("event_id")
     channel = event.get("channel") or ""
     thread_ts = event.get("thread_ts") or event.get("ts")

@@ -18,7 +18,7 @@ from typing import Any
 from slack_bolt import App, BoltContext
 from slack_sdk import WebClient
 
-from bot.slack.listeners import ack_now, already_handled, logged, post_answer
+from bot.slack.listeners import durable, post_answer
 from bot.slack.text import mentions_of
 
 log = logging.getLogger(__name__)
@@ -28,9 +28,10 @@ NEW_MESSAGE_SUBTYPES = (None, "bot_message", "thread_broadcast", "file_share")
 
 
 def register(app: App, deps: Any) -> None:
-    @logged
-    def on_message(body: dict[str, Any], event: dict[str, Any], client: WebClient, context: BoltContext) -> None:
-        handle_message(deps, body, event, client, context)
+    def work(deps: Any, body: dict[str, Any], client: WebClient, context: BoltContext) -> None:
+        handle_message(deps, body, body.get("event") or {}, client, context)
+
+    accept, on_message = durable(deps, "message", work)
 
     def ignore_other_subtypes(ack: Any) -> None:
         """message_changed, message_deleted, channel_join…: acked (else Slack retries a 404), not answered."""
@@ -38,7 +39,7 @@ def register(app: App, deps: Any) -> None:
 
     # app.message() would skip a file with no text, and runs a regex over every message; match the
     # subtypes that are new messages directly instead
-    app.event({"type": "message", "subtype": NEW_MESSAGE_SUBTYPES})(ack=ack_now, lazy=[on_message])
+    app.event({"type": "message", "subtype": NEW_MESSAGE_SUBTYPES})(ack=accept, lazy=[on_message])
     app.event("message")(ignore_other_subtypes)
     deps.surfaces.events.update(EVENTS)
 
@@ -54,8 +55,6 @@ def handle_message(deps: Any, body: dict[str, Any], event: dict[str, Any], clien
     bot_user = context.bot_user_id or ""
     if not explicit and bot_user and bot_user in mentions_of(event.get("text", "")):
         return  # app_mention answers it
-    if already_handled(deps, body):
-        return
     event_id = body.get("event_id")
     channel = event.get("channel") or ""
     thread_ts = event.get("thread_ts") or event.get("ts")

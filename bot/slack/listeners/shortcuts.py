@@ -15,7 +15,7 @@ from slack_sdk import WebClient
 
 from bot.slack.blocks import text_message
 from bot.slack.delivery import Failure
-from bot.slack.listeners import ack_now, already_handled, logged, once_key, post_answer
+from bot.slack.listeners import durable, once_key, post_answer
 
 log = logging.getLogger(__name__)
 
@@ -23,18 +23,13 @@ NOT_IN_CHANNEL = ("not_in_channel", "channel_not_found", "is_archived")
 
 
 def register(app: App, deps: Any) -> None:
-    @logged
-    def on_shortcut(shortcut: dict[str, Any], client: WebClient) -> None:
-        handle_shortcut(deps, shortcut, client)
-
+    accept, on_shortcut = durable(deps, "shortcut", lambda deps, body, client, _context: handle_shortcut(deps, body, client))
     callback_id = deps.config.shortcut_callback_id
-    app.message_shortcut(callback_id)(ack=ack_now, lazy=[on_shortcut])
+    app.message_shortcut(callback_id)(ack=accept, lazy=[on_shortcut])
     deps.surfaces.shortcuts.add(callback_id)
 
 
 def handle_shortcut(deps: Any, shortcut: dict[str, Any], client: WebClient) -> None:
-    if already_handled(deps, shortcut):
-        return
     message = shortcut.get("message") or {}
     channel = (shortcut.get("channel") or {}).get("id", "")
     user = (shortcut.get("user") or {}).get("id", "")

@@ -14,18 +14,15 @@ from typing import Any
 from slack_bolt import App
 
 from bot.slack.blocks import Message, with_share_button
-from bot.slack.listeners import ack_now, already_handled, logged
+from bot.slack.listeners import durable
 from bot.slack.text import from_slack
 
 log = logging.getLogger(__name__)
 
 
 def register(app: App, deps: Any) -> None:
-    @logged
-    def on_command(command: dict[str, Any]) -> None:
-        handle_command(deps, command)
-
-    app.command(deps.config.command)(ack=ack_now, lazy=[on_command])
+    accept, on_command = durable(deps, "command", lambda deps, body, _client, _context: handle_command(deps, body))
+    app.command(deps.config.command)(ack=accept, lazy=[on_command])
     deps.surfaces.commands.add(deps.config.command)
 
 
@@ -42,8 +39,6 @@ def ephemeral(deps: Any, message: Message, *, channel: str, user: str, kind: str
 
 
 def handle_command(deps: Any, command: dict[str, Any]) -> None:
-    if already_handled(deps, command):
-        return  # the same signed request sent again (Slack sends a command once)
     user = command.get("user_id") or ""
     channel = command.get("channel_id") or ""
     result = deps.commands.run(from_slack(command.get("text", "")), user=user, channel=channel)

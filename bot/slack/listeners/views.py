@@ -9,7 +9,7 @@ from typing import Any
 from slack_bolt import App
 
 from bot.slack.blocks import text_message
-from bot.slack.listeners import ack_now, already_handled, logged
+from bot.slack.listeners import durable
 from bot.slack.modals import ACTION_PICK, BLOCK_PICK, NONE_OF_THESE, WRONG_MATCH_VIEW
 from bot.slack.text import escape
 
@@ -17,12 +17,9 @@ log = logging.getLogger(__name__)
 
 
 def register(app: App, deps: Any) -> None:
-    @logged
-    def on_wrong_match(body: dict[str, Any], view: dict[str, Any]) -> None:
-        if not already_handled(deps, body):
-            handle_wrong_match(deps, body, view)
-
-    app.view(WRONG_MATCH_VIEW)(ack=ack_now, lazy=[on_wrong_match])
+    accept, on_wrong_match = durable(
+        deps, "wrong_match_view", lambda deps, body, _client, _ctx: handle_wrong_match(deps, body, body.get("view") or {}))
+    app.view(WRONG_MATCH_VIEW)(ack=accept, lazy=[on_wrong_match])
     deps.surfaces.views.add(WRONG_MATCH_VIEW)
 
 
