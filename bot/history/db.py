@@ -4,8 +4,9 @@ SQLite: WAL (readers never block the writer), a 30 s busy timeout, foreign keys 
 write transaction begun with BEGIN IMMEDIATE so it takes the write lock up front (a deferred
 transaction that reads then writes can fail with "database is locked" without waiting); reads
 opened with the READ_ONLY execution option use a plain BEGIN and never block the writer.
-PostgreSQL: psycopg 3, pre-ping (a restarted server leaves dead pooled connections) and a short
-connect timeout so an unreachable server sends records to the spool quickly.
+PostgreSQL: psycopg 3, pre-ping (a restarted server leaves dead pooled connections), a short
+connect timeout so an unreachable server sends records to the spool quickly, and a client-side
+statement deadline with a fail-fast window after a hang (db_guard.py).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from sqlalchemy import Engine, create_engine, event
 from sqlalchemy.engine import make_url
 from sqlalchemy.orm import Session, sessionmaker
 
+from bot.history.db_guard import STATEMENT_DEADLINE_S, guard
 from bot.private_files import touch_private
 from bot.settings import Settings
 
@@ -44,9 +46,17 @@ def make_engine(url: str | None = None, **kwargs: Any) -> Engine:
         _tune_sqlite(engine)
         return engine
     if backend == "postgresql":
-        connect_args = {"connect_timeout": 5, **kwargs.pop("connect_args", {})}
-        kwargs.setdefault("pool_pre_ping", True)
-        return create_engine(url, connect_args=connect_args, **kwargs)
+        # a hung server is bounded everywhere: connecting (libpq), waiting for a pooled connection,
+        # each statement (a client-side watchdog, db_guard), and dead peers (TCP keepalives)
+        connect_args = {"connect_timeout": 5, "keepalives": 1, "keepalives_idle": 10, "keepalives_interval": 5,
+                        "keepalives_count": 3, "tcp_user_timeout": 15000, **kwargs.pop("connect_args", {})}
+        kwargs.setdefault("pool_pre_ping", False)  # db_guard pings on checkout, with a deadline
+        kwargs.setdefault("pool_timeout", 5)
+        kwargs.setdefault("pool_recycle", 1800)
+        deadline = kwargs.pop("statement_deadline_s", STATEMENT_DEADLINE_S)
+        engine = create_engine(url, connect_args=connect_args, **kwargs)
+        guard(engine, deadline_s=deadline)
+        return engine
     return create_engine(url, **kwargs)
 
 

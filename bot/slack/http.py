@@ -30,6 +30,8 @@ EVENTS_PATH = "/slack/events"
 HEALTH_PATH = "/healthz"
 READY_PATH = "/readyz"
 MAX_BODY = 5 * 1024 * 1024  # Slack's payloads are far smaller; anything bigger is not from Slack
+CHANNEL_TIMEOUT_S = 10  # Slack sends a request at once; a connection silent this long is closed
+CONNECTION_LIMIT = 1000
 
 
 _TIMESTAMP = re.compile(r"^\d{1,12}$")
@@ -81,9 +83,12 @@ class HttpServer:
         from waitress import create_server
 
         self.bot = bot
+        # idle or half-open connections are closed after CHANNEL_TIMEOUT_S and there is room for many:
+        # a crowd of silent clients cannot lock Slack and the probes out
         self.server = create_server(wsgi_app(bot), host=host, port=port, threads=threads, ident="triage-bot",
                                     max_request_body_size=MAX_BODY, clear_untrusted_proxy_headers=True,
-                                    channel_timeout=60)
+                                    channel_timeout=CHANNEL_TIMEOUT_S, cleanup_interval=2,
+                                    connection_limit=CONNECTION_LIMIT, backlog=1024)
         self._thread: threading.Thread | None = None
 
     @property

@@ -123,3 +123,21 @@ def test_a_listener_that_fails_still_acks_200_every_time(env: Env) -> None:
 def test_http_mode_refuses_to_start_without_a_signing_secret(slack) -> None:
     with pytest.raises(SlackConfigError, match="SLACK_SIGNING_SECRET is required"):
         build(SlackConfig(bot_token=BOT_TOKEN, api_url=slack.api_url), http=True, use_history=False)
+
+
+def test_a_crowd_of_idle_connections_does_not_lock_out_slack_or_the_probe(env: Env) -> None:
+    import socket
+
+    host, port = env.server.url.removeprefix("http://").split(":")
+    idle = []
+    try:
+        for _ in range(150):  # half-open clients that connect and say nothing
+            sock = socket.create_connection((host, int(port)), timeout=5)
+            idle.append(sock)
+        assert httpx.get(env.server.url + "/healthz", timeout=5).status_code == 200  # before idle ones time out
+        assert env.event(req.message(KV_ERROR, ts="1700000800.000001")).status == 200
+    finally:
+        for sock in idle:
+            sock.close()
+    env.settle()
+    assert len(env.posts()) == 1

@@ -1,0 +1,45 @@
+"""A PostgreSQL that hangs (accepts, then never answers): one deadline, then the spool at once."""
+
+from __future__ import annotations
+
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+from urllib.parse import urlsplit
+
+import pytest
+
+from bot.history import HistoryStore, Observation
+from bot.history.db import make_engine, make_session_factory
+from bot.history.models import Base
+from bot.history.spool import Spool
+from tests.support.tcp_proxy import HangableProxy
+
+
+@pytest.fixture
+def proxied(new_pg_schema):
+    url = new_pg_schema()
+    target = urlsplit(url)
+    with HangableProxy(target.hostname or "127.0.0.1", target.port or 5432) as proxy:
+        yield proxy, url.replace(f"@{target.hostname}:{target.port or 5432}", f"@127.0.0.1:{proxy.port}")
+
+
+def test_a_database_that_hangs_mid_session_costs_one_deadline(proxied, tmp_path: Path) -> None:
+    proxy, url = proxied
+    engine = make_engine(url, statement_deadline_s=1.0)
+    Base.metadata.create_all(engine)
+    store = HistoryStore(make_session_factory(engine), spool=Spool(tmp_path / "spool.jsonl"), retry_after=0)
+    now = datetime.now(UTC)
+    assert not store.record(Observation("generic.cuda_oom", "vllm", "llama-prod", seen_at=now)).spooled
+    proxy.hang()  # the pooled connection stays open; nothing comes back any more
+    started = time.monotonic()
+    first = store.record(Observation("generic.cuda_oom", "vllm", "llama-prod", excerpt="during 0", seen_at=now))
+    waited = time.monotonic() - started
+    connections = proxy.accepted
+    rest = [store.record(Observation("generic.cuda_oom", "vllm", "llama-prod", excerpt=f"during {i}", seen_at=now))
+            for i in range(1, 20)]
+    assert first.spooled and all(r.spooled for r in rest)  # nothing lost: all wait in the spool
+    assert waited < 20  # bounded by the 1 s statement deadline (and a connect timeout), not for ever
+    assert proxy.accepted - connections <= 1  # the other 19 failed fast: no new wait on the hung server
+    assert len(Spool(tmp_path / "spool.jsonl")) == 20
+    engine.dispose()
