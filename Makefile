@@ -18,7 +18,7 @@ run: $(STAMP)
 test: $(STAMP)
 	$(BIN)/ruff check bot tests bench migrations
 	$(BIN)/triage-bot kb lint --quiet
-	$(BIN)/pytest -q
+	$(BIN)/pytest -q -n auto
 
 lint: $(STAMP)
 	$(BIN)/ruff check bot tests bench migrations
