@@ -30,6 +30,7 @@ import logging
 import os
 import socket
 import threading
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta, tzinfo
@@ -142,6 +143,7 @@ class _LeaderLoop:
         self._thread: threading.Thread | None = None
         self._callbacks: list[Callable[[], None]] = []
         self._lock = threading.RLock()
+        self._standby_until = 0.0  # a standby that failed to reach the database waits this long
 
     def on_leadership(self, callback: Callable[[], None]) -> None:
         self._callbacks.append(callback)
@@ -174,11 +176,16 @@ class _LeaderLoop:
                     self._leader = False
                     self._release()
                 return
+            if time.monotonic() < self._standby_until:
+                return
             try:
                 acquired = self._acquire()
             except Exception as exc:
                 log.warning("scheduler: cannot try the leader lock: %s", exc)
                 self._release()
+                # the database is away: when it is back, give a leader that ran on degraded the
+                # first chance to take its lock back (one leader through the outage and after)
+                self._standby_until = time.monotonic() + max(2.0, 5 * self.poll_s)
                 return
             if not acquired:
                 return
@@ -287,6 +294,7 @@ class PostgresCoordinator(_LeaderLoop):
         self.lock_key = int.from_bytes(digest[:8], "big", signed=True)
         self._conn: Any = None
         self._table = f'"{schema}".{CLAIMS_TABLE}' if schema else CLAIMS_TABLE
+        self.degraded = False  # leading while the database cannot be reached
 
     def _connect(self) -> Any:
         import psycopg
@@ -310,24 +318,53 @@ class PostgresCoordinator(_LeaderLoop):
         return bool(row and row[0])
 
     def _alive(self) -> bool:
-        if self._conn is None or self._conn.closed:
-            return False
+        """Is this replica still the leader? When the lock connection is gone, reconnect: the lock
+        again means yes, another replica holding it means no, and a database that cannot be reached
+        at all means yes, *degraded*: nobody can take the lock from us meanwhile, and the health
+        checks must go on through an outage of the very database that coordinates them."""
+        if self._conn is not None and not self._conn.closed:
+            try:
+                self._conn.execute("SELECT 1")
+                return True
+            except Exception:
+                self._drop_connection()
         try:
-            self._conn.execute("SELECT 1")
-            return True
+            self._conn = self._connect()
+            row = self._conn.execute("SELECT pg_try_advisory_lock(%s)", (self.lock_key,)).fetchone()
         except Exception:
-            return False
+            self._drop_connection()
+            if not self.degraded:
+                log.warning("scheduler: the database is away; this leader keeps running jobs until it is back")
+            self.degraded = True
+            return True
+        if row and row[0]:
+            if self.degraded:
+                log.info("scheduler: the database is back and the lock is ours again")
+            self.degraded = False
+            return True
+        self.degraded = False
+        log.warning("scheduler: another replica took the leader lock while our connection was gone")
+        return False
+
+    def _drop_connection(self) -> None:
+        if self._conn is not None:
+            with contextlib.suppress(Exception):
+                self._conn.close()
+        self._conn = None
 
     def _release(self) -> None:
         if self._conn is not None:
             with contextlib.suppress(Exception):
                 self._conn.close()  # the server releases the session's advisory lock
             self._conn = None
+        self.degraded = False
 
     def claim(self, job: str, slot: datetime) -> bool:
         with self._lock:
-            if not self._leader or self._conn is None:
+            if not self._leader:
                 return False
+            if self.degraded or self._conn is None:
+                return True  # a degraded leader: no claim row can be written, and no other replica runs
             try:
                 row = self._conn.execute(
                     f"INSERT INTO {self._table} (job, slot, runner) VALUES (%s, %s, %s) "
@@ -336,6 +373,9 @@ class PostgresCoordinator(_LeaderLoop):
                 ).fetchone()
             except Exception as exc:
                 log.warning("scheduler: claim of %s@%s failed: %s", job, slot.isoformat(), exc)
+                self._drop_connection()
+                if self._alive() and self._leader:
+                    return self.degraded  # run it only when the database is away; else the next slot
                 self._leader = False
                 self._release()
                 return False

@@ -102,7 +102,10 @@ def guard(engine: Engine, deadline_s: float = STATEMENT_DEADLINE_S, down_for_s: 
             state["down_until"] = max(state["down_until"], time.monotonic() + down_for_s)
 
     def killer(raw: Any) -> Any:
-        fileno = getattr(getattr(raw, "pgconn", None), "socket", None)
+        try:
+            fileno = raw.pgconn.socket
+        except Exception:  # not psycopg, or the connection is already lost: nothing to stop later
+            fileno = None
 
         def kill() -> None:
             log.error("database: no answer within %.0f s; dropping the connection", deadline_s)

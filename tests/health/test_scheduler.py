@@ -97,13 +97,14 @@ def test_two_schedulers_run_each_check_once_and_one_takes_over(pg_schema: str) -
     assert len(log) == len(runs)
 
 
-def test_a_leader_that_loses_its_lock_connection_stops_running_jobs(pg_schema: str) -> None:
+def test_a_leader_that_loses_its_lock_to_another_replica_stops_running_jobs(pg_schema: str) -> None:
     import psycopg
 
     ran: list[datetime] = []
     coordinator = PostgresCoordinator(PG_DSN, schema=pg_schema, poll_s=5, runner_id="solo")
     scheduler = TriageScheduler(coordinator, default_jobs(SchedulerSettings(check_interval_s=1),
                                                           check=lambda: ran.append(datetime.now(UTC)), digest=None, prune=None))
+    other = PostgresCoordinator(PG_DSN, schema=pg_schema, poll_s=0.2, runner_id="other")
     scheduler.start()
     try:
         assert wait_until(lambda: len(ran) >= 1, 30)
@@ -111,8 +112,9 @@ def test_a_leader_that_loses_its_lock_connection_stops_running_jobs(pg_schema: s
         with psycopg.connect(PG_DSN, autocommit=True) as admin:  # an outage of that one connection
             admin.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = %s",
                           ("triage-bot scheduler solo",))
-        # the next slot's check before running finds the lock connection gone (the leader loop
-        # itself polls only every 5 s): from then on nothing runs
+        other.start()  # ... during which another replica takes the lock
+        assert wait_until(other.is_leader, 30)
+        # the next slot's check before running finds the lock gone to the other replica
         assert wait_until(lambda: not coordinator.is_leader(verify=False), 30)
         before = len(ran)
         next_slot = datetime.now(UTC).replace(microsecond=0) + timedelta(seconds=1)
@@ -120,6 +122,56 @@ def test_a_leader_that_loses_its_lock_connection_stops_running_jobs(pg_schema: s
         assert len(ran) == before, "a job ran without the lock"
     finally:
         scheduler.shutdown()
+        other.stop()
+
+
+def test_a_leader_whose_connection_drops_takes_the_free_lock_again(pg_schema: str) -> None:
+    import psycopg
+
+    coordinator = PostgresCoordinator(PG_DSN, schema=pg_schema, poll_s=5, runner_id="solo2")
+    coordinator.start()
+    try:
+        assert coordinator.is_leader()
+        with psycopg.connect(PG_DSN, autocommit=True) as admin:
+            admin.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = %s",
+                          ("triage-bot scheduler solo2",))
+        assert coordinator.is_leader(verify=True) and not coordinator.degraded  # reconnected, lock re-taken
+    finally:
+        coordinator.stop()
+
+
+def test_health_checks_go_on_while_the_coordinating_database_is_away(own_postgres) -> None:
+    """The leader keeps running its jobs through a PostgreSQL outage (degraded); a standby does not."""
+    dsn = own_postgres.url.replace("postgresql+psycopg://", "postgresql://")
+    ran: dict[str, list[datetime]] = {"a": [], "b": []}
+
+    def scheduler(name: str) -> TriageScheduler:
+        coordinator = PostgresCoordinator(dsn, poll_s=0.2, runner_id=name, connect_timeout=2)
+        return TriageScheduler(coordinator, default_jobs(SchedulerSettings(check_interval_s=1),
+                                                         check=lambda: ran[name].append(datetime.now(UTC)),
+                                                         digest=None, prune=None))
+
+    a, b = scheduler("a"), scheduler("b")
+    a.start()
+    assert wait_until(a.coordinator.is_leader, 30)
+    b.start()
+    try:
+        assert wait_until(lambda: len(ran["a"]) >= 2, 30)
+        own_postgres.stop("immediate")
+        during = len(ran["a"])
+        assert wait_until(lambda: len(ran["a"]) >= during + 3, 60), "no health check ran during the outage"
+        assert a.coordinator.degraded and not b.coordinator.is_leader(verify=False)
+        assert ran["b"] == []
+        own_postgres.start()
+        assert wait_until(lambda: not a.coordinator.degraded, 60), "the leader did not take its lock back"
+        after = len(ran["a"])
+        assert wait_until(lambda: len(ran["a"]) >= after + 2, 30)
+    finally:
+        a.shutdown()
+        b.shutdown()
+    assert ran["b"] == []  # one leader throughout: the standby never ran a slot
+    slots = [slot for _, slot in a.runs]
+    assert len(slots) == len(set(slots))
 
 
 def test_sqlite_allows_one_scheduler_per_database_file(tmp_path: Path) -> None:
