@@ -12,6 +12,7 @@ import threading
 from collections import Counter
 from pathlib import Path
 
+import httpx
 import pytest
 
 from bot.testing import slack_requests as req
@@ -27,6 +28,10 @@ PG_DSN = os.environ.get("TRIAGE_TEST_PG_DSN", "postgresql://postgres@127.0.0.1:5
 def _replies(slack: SlackStandin) -> Counter[str]:
     """Replies per thread (each event is answered in its own thread)."""
     return Counter(m.get("thread_ts", "") for m in slack.messages.get("C0INCIDENT", []))
+
+
+def _idle(replica: Replica) -> bool:
+    return httpx.get(replica.url + "/healthz", timeout=5).json()["jobs_in_flight"] == 0
 
 
 def _send(replica: Replica, n: int, prefix: int) -> list[str]:
@@ -121,3 +126,29 @@ def test_a_burst_of_200_with_a_replica_killed_midway_is_answered_once(slack: Sla
     replies = _replies(slack)
     doubled = {ts: n for ts, n in replies.items() if ts in stamps and n != 1}
     assert doubled == {} and set(stamps) <= set(replies), output[-3000:]
+
+
+def test_a_database_outage_with_slack_retries_answers_each_event_once(slack: SlackStandin, tmp_path: Path,
+                                                                      own_postgres) -> None:
+    """The history's PostgreSQL is stopped while events and their Slack retries arrive: the local
+    inbox keeps once-only, replies go out, records spool; when it is back nothing is doubled."""
+    replica = Replica(slack, tmp_path, database_url=own_postgres.url, replica_id="a").start()
+    own_postgres.stop("immediate")
+    stamps = [f"1700000900.{i:06d}" for i in range(10)]
+    try:
+        with req.SignedSender(replica.events_url, SIGNING_SECRET, timeout=30) as send:
+            for i, ts in enumerate(stamps):
+                envelope = req.event_callback(req.message(OOM, ts=ts), event_id=f"EvOut{i:04d}")
+                assert send.event(envelope).status == 200
+                assert send.event(envelope, retry_num=1).status == 200  # Slack retries: answered once
+        assert wait_until(lambda: set(_replies(slack)) >= set(stamps), 60), _replies(slack)
+        own_postgres.start()
+        with req.SignedSender(replica.events_url, SIGNING_SECRET, timeout=30) as send:
+            for i, ts in enumerate(stamps):  # late retries, after the database is back
+                envelope = req.event_callback(req.message(OOM, ts=ts), event_id=f"EvOut{i:04d}")
+                assert send.event(envelope, retry_num=2).status == 200
+        assert wait_until(lambda: _idle(replica), 30)  # the late retries were handled (by doing nothing)
+    finally:
+        output = replica.stop()
+    replies = _replies(slack)
+    assert {ts: replies[ts] for ts in stamps} == dict.fromkeys(stamps, 1), output[-3000:]
