@@ -16,7 +16,7 @@ settings.register_profile("deterministic", derandomize=True, database=None, dead
 settings.register_profile("explore", database=None, deadline=None)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "deterministic"))
 
-pytest_plugins = ["tests.support.own_postgres"]  # the `own_postgres` fixture, for any test directory
+pytest_plugins = ["tests.support.own_postgres", "tests.support.postgres_schema"]  # own_postgres, pg_schema
 
 CORPUS = Path(__file__).resolve().parents[2] / "shared" / "corpus"
 

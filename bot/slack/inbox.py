@@ -29,7 +29,7 @@ from concurrent.futures import ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 from contextvars import ContextVar
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -52,6 +52,7 @@ from sqlalchemy import (
 from sqlalchemy.exc import IntegrityError
 
 from bot.redaction import redact_value
+from bot.slack.store import utcnow
 
 log = logging.getLogger(__name__)
 
@@ -73,14 +74,6 @@ inbox_table = Table(
 
 REPLAY: ContextVar[bool] = ContextVar("triage_inbox_replay", default=False)
 DONE_KEPT = timedelta(days=1)  # done rows answer "seen before" for Slack retries and replays
-
-
-def utcnow() -> datetime:
-    return datetime.now(UTC)
-
-
-def _aware(value: datetime | None) -> datetime | None:
-    return value.replace(tzinfo=UTC) if value is not None and value.tzinfo is None else value
 
 
 @dataclass(frozen=True)

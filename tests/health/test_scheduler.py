@@ -8,8 +8,6 @@ one scheduler per database file.
 
 from __future__ import annotations
 
-import os
-import secrets
 import threading
 from collections import Counter
 from datetime import UTC, datetime, timedelta
@@ -27,30 +25,7 @@ from bot.scheduler import (
     slot_of,
 )
 from bot.testing.waiting import wait_until
-
-PG_DSN = os.environ.get("TRIAGE_TEST_PG_DSN", "postgresql://postgres@127.0.0.1:5432/test")
-
-
-def _pg_or_skip() -> None:
-    try:
-        import psycopg
-
-        psycopg.connect(PG_DSN, connect_timeout=2).close()
-    except Exception as exc:
-        pytest.skip(f"PostgreSQL unreachable at {PG_DSN} ({str(exc).splitlines()[0]}); start it or set TRIAGE_TEST_PG_DSN")
-
-
-@pytest.fixture
-def pg_schema():
-    _pg_or_skip()
-    import psycopg
-
-    schema = f"triage_sched_{os.getpid()}_{secrets.token_hex(3)}"
-    with psycopg.connect(PG_DSN, autocommit=True) as conn:
-        conn.execute(f'CREATE SCHEMA "{schema}"')
-    yield schema
-    with psycopg.connect(PG_DSN, autocommit=True) as conn:
-        conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
+from tests.support.postgres_schema import PG_DSN
 
 
 def _replica(name: str, schema: str, log: list[tuple[str, datetime]], lock: threading.Lock) -> TriageScheduler:

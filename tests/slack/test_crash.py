@@ -6,8 +6,6 @@ A replica acks events (each written to the inbox first), is killed with SIGKILL,
 
 from __future__ import annotations
 
-import os
-import secrets
 import threading
 from collections import Counter
 from pathlib import Path
@@ -18,11 +16,11 @@ import pytest
 from bot.testing import slack_requests as req
 from bot.testing.slack_standin import SIGNING_SECRET, SlackStandin
 from bot.testing.waiting import wait_until
+from tests.support.postgres_schema import PG_DSN
 from tests.support.replica import Replica
 
 OOM = ("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of "
        "79.15 GiB of which 1.06 GiB is free.")
-PG_DSN = os.environ.get("TRIAGE_TEST_PG_DSN", "postgresql://postgres@127.0.0.1:5432/test")
 
 
 def _replies(slack: SlackStandin) -> Counter[str]:
@@ -74,21 +72,6 @@ def test_events_acked_before_a_kill_are_answered_once_after_the_restart(slack: S
 
 def _pg_url(schema: str) -> str:
     return PG_DSN.replace("postgresql://", "postgresql+psycopg://") + f"?options=-csearch_path%3D{schema}"
-
-
-@pytest.fixture
-def pg_schema():
-    psycopg = pytest.importorskip("psycopg")
-    try:
-        psycopg.connect(PG_DSN, connect_timeout=2).close()
-    except Exception as exc:
-        pytest.skip(f"PostgreSQL unreachable at {PG_DSN}: {exc}")
-    schema = f"triage_crash_{os.getpid()}_{secrets.token_hex(3)}"
-    with psycopg.connect(PG_DSN, autocommit=True) as conn:
-        conn.execute(f'CREATE SCHEMA "{schema}"')
-    yield schema
-    with psycopg.connect(PG_DSN, autocommit=True) as conn:
-        conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
 
 
 def test_a_burst_of_200_with_a_replica_killed_midway_is_answered_once(slack: SlackStandin, tmp_path: Path,

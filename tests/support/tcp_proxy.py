@@ -1,5 +1,6 @@
 """A TCP proxy in front of a real server that can start hanging: it keeps every connection open
-and stops passing bytes either way, as a wedged load balancer or a frozen server does."""
+and stops passing bytes either way, as a wedged load balancer or a frozen server does. Started
+hanging (`hanging_server()`), it is a server that accepts and never answers."""
 
 from __future__ import annotations
 
@@ -63,3 +64,10 @@ class HangableProxy:
 
     def __exit__(self, *_exc: object) -> None:
         self.close()
+
+
+def hanging_server() -> HangableProxy:
+    """A server that accepts every connection and never answers (nothing behind it)."""
+    proxy = HangableProxy("127.0.0.1", 9)
+    proxy.hang()
+    return proxy
