@@ -13,10 +13,10 @@ RUN useradd --create-home --uid 10001 triage && mkdir -p /data && chown triage /
 
 # dependencies first, so a code change does not reinstall them
 COPY pyproject.toml README.md ./
-RUN mkdir bot && touch bot/__init__.py && pip install . && pip uninstall -y triage-bot && rm -rf bot
+RUN mkdir triage_bot && touch triage_bot/__init__.py && pip install . && pip uninstall -y triage-bot && rm -rf triage_bot
 
 # the package reads knowledge/ and migrations/ beside itself: install it in place
-COPY bot ./bot
+COPY triage_bot ./triage_bot
 COPY knowledge ./knowledge
 COPY migrations ./migrations
 COPY manifest.yml docker/entrypoint.sh ./

@@ -27,8 +27,8 @@ import uuid
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from bot.health.config import parse_engines
-from bot.health.monitor import HealthMonitor
+from triage_bot.health.config import parse_engines
+from triage_bot.health.monitor import HealthMonitor
 
 MODES = ["healthy"] * 92 + ["hang"] * 2 + ["refused"] * 2 + ["slow_drip"] * 1 + ["huge_body"] * 1 + \
         ["kv_saturated"] * 1 + ["metrics_missing"] * 1
@@ -53,7 +53,7 @@ def _fleet(count: int) -> tuple[subprocess.Popen[str], list[dict[str, str]]]:
             modes[i] = "healthy"  # a hung SGLang costs its 3 s deadline like any other; keep the mix simple
     cpu = ["--cpu", "1"] if (os.cpu_count() or 1) > 1 else []
     proc = subprocess.Popen(
-        [sys.executable, "-m", "bot.testing.fake_engines", "--count", str(count), "--kinds", "vllm,sglang,trtllm",
+        [sys.executable, "-m", "triage_bot.testing.fake_engines", "--count", str(count), "--kinds", "vllm,sglang,trtllm",
          "--modes", ",".join(modes), *cpu],
         stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
     )
@@ -125,9 +125,9 @@ def bench_pass(count: int) -> str:
 def _seed_history(url: str, occurrences: int, now: datetime) -> tuple[int, int]:
     from sqlalchemy import insert
 
-    from bot.history.db import make_engine
-    from bot.history.fingerprint import fingerprint
-    from bot.history.models import Base, EngineCheck, Incident, Occurrence
+    from triage_bot.history.db import make_engine
+    from triage_bot.history.fingerprint import fingerprint
+    from triage_bot.history.models import Base, EngineCheck, Incident, Occurrence
 
     engine = make_engine(url)
     Base.metadata.create_all(engine)
@@ -174,8 +174,8 @@ def _seed_history(url: str, occurrences: int, now: datetime) -> tuple[int, int]:
 
 
 def bench_digest(occurrences: int) -> str:
-    from bot.digest import build_digest, digest_blocks, limit_problems, render_png
-    from bot.history import HistoryStore
+    from triage_bot.digest import build_digest, digest_blocks, limit_problems, render_png
+    from triage_bot.history import HistoryStore
 
     now = datetime(2025, 6, 9, 9, 0, tzinfo=UTC)
     with tempfile.TemporaryDirectory() as tmp:

@@ -13,8 +13,8 @@ import time
 
 from rapidfuzz import fuzz, process
 
-from bot.core import Triager
-from bot.kb.loader import KnowledgeBase, load
+from triage_bot.core import Triager
+from triage_bot.kb.loader import KnowledgeBase, load
 
 ONE_LINE = "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of 79.15 GiB of which 1.06 GiB is free."
 

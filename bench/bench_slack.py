@@ -1,7 +1,7 @@
 """The Slack app under load in HTTP mode: signed events per second, time to ack, and exactly-once replies.
 
-Setup, all on this machine: the local Slack stand-in (`bot.testing.slack_standin`), the app built
-by `bot.slack.app.build` behind waitress (the server `triage-bot serve --http` runs), the bundled
+Setup, all on this machine: the local Slack stand-in (`triage_bot.testing.slack_standin`), the app built
+by `triage_bot.slack.app.build` behind waitress (the server `triage-bot serve --http` runs), the bundled
 knowledge base, and the incident history on SQLite (and on PostgreSQL when one answers at
 TRIAGE_TEST_PG_URL, default 127.0.0.1:5432/test, in a schema of its own that is dropped after).
 
@@ -27,15 +27,15 @@ from collections.abc import Callable
 from pathlib import Path
 from urllib.parse import quote
 
-from bot.core import default_triager
-from bot.history import HistoryStore
-from bot.history.models import Base
-from bot.slack.app import build
-from bot.slack.config import SlackConfig
-from bot.slack.http import HttpServer
-from bot.slack.integrations import Integrations
-from bot.testing import slack_requests as req
-from bot.testing.slack_standin import BOT_TOKEN, SIGNING_SECRET, SlackStandin
+from triage_bot.core import default_triager
+from triage_bot.history import HistoryStore
+from triage_bot.history.models import Base
+from triage_bot.slack.app import build
+from triage_bot.slack.config import SlackConfig
+from triage_bot.slack.http import HttpServer
+from triage_bot.slack.integrations import Integrations
+from triage_bot.testing import slack_requests as req
+from triage_bot.testing.slack_standin import BOT_TOKEN, SIGNING_SECRET, SlackStandin
 
 PASTES = [
     "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of "

@@ -30,10 +30,10 @@ from urllib.parse import quote
 
 from sqlalchemy import Engine, bindparam, create_engine, insert, text
 
-from bot.history import HistoryStore, Observation
-from bot.history.db import make_engine
-from bot.history.fingerprint import fingerprint
-from bot.history.models import Base, EngineCheck, Incident, Occurrence
+from triage_bot.history import HistoryStore, Observation
+from triage_bot.history.db import make_engine
+from triage_bot.history.fingerprint import fingerprint
+from triage_bot.history.models import Base, EngineCheck, Incident, Occurrence
 
 PG_URL = os.environ.get("TRIAGE_BENCH_PG_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/test")
 ENGINES = ["vllm", "sglang", "trtllm"]

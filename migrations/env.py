@@ -12,12 +12,12 @@ import logging.config
 from alembic import context
 from sqlalchemy import Connection
 
-from bot.history.db import make_engine
-from bot.history.models import Base, UTCDateTime
-from bot.scheduler import claims_metadata
-from bot.settings import Settings
-from bot.slack.inbox import inbox_metadata
-from bot.slack.store import metadata as slack_metadata
+from triage_bot.history.db import make_engine
+from triage_bot.history.models import Base, UTCDateTime
+from triage_bot.scheduler import claims_metadata
+from triage_bot.settings import Settings
+from triage_bot.slack.inbox import inbox_metadata
+from triage_bot.slack.store import metadata as slack_metadata
 
 config = context.config
 if config.config_file_name is not None and not config.attributes.get("skip_logging"):

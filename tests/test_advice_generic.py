@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import pytest
 
-from bot.core import triage
+from triage_bot.core import triage
 
 VLLM_PREFIX = "(VllmWorker rank=0 pid=1) ERROR 03-19 07:27:53 [multiproc_executor.py:375] "
 VLLM_CTX = (

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 
-from bot.core import triage
+from triage_bot.core import triage
 
 
 def _answer(text: str, sig_id: str):

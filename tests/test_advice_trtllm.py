@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 
-from bot.core import triage
+from triage_bot.core import triage
 
 
 def _answer(text: str, expected_id: str):

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import pytest
 
-from bot.core import triage
-from bot.kb.loader import DEFAULT_DIR
-from bot.templating import render
+from triage_bot.core import triage
+from triage_bot.kb.loader import DEFAULT_DIR
+from triage_bot.templating import render
 
 
 def _answer(text: str, expected_id: str):

@@ -7,7 +7,7 @@ import json
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from bot.core import default_triager
+from triage_bot.core import default_triager
 
 HOSTILE = [
     "",

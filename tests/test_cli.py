@@ -9,7 +9,7 @@ from pathlib import Path
 
 from click.testing import CliRunner
 
-from bot.cli.main import cli
+from triage_bot.cli.main import cli
 
 OOM = "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of 79.15 GiB of which 1.06 GiB is free."
 
@@ -71,7 +71,7 @@ def test_faq_and_engines() -> None:
 def test_console_answers_a_piped_paste() -> None:
     """The README's run command with no Slack credentials: a console on stdin."""
     proc = subprocess.run(
-        [sys.executable, "-m", "bot", "serve"],
+        [sys.executable, "-m", "triage_bot", "serve"],
         input=(OOM + "\n").encode(),
         capture_output=True,
         timeout=60,
@@ -101,8 +101,8 @@ def test_single_triage_is_recorded_and_listed(tmp_path: Path, monkeypatch) -> No
 
 
 def test_faq_finds_the_entry_that_is_about_the_question() -> None:
-    from bot.core import default_triager
-    from bot.faq import search
+    from triage_bot.core import default_triager
+    from triage_bot.faq import search
 
     kb = default_triager().kb
     expect = {
@@ -126,7 +126,7 @@ def test_faq_json() -> None:
 
 
 def test_eval_without_arguments_falls_back_to_the_projects_held_out_set(monkeypatch, tmp_path: Path) -> None:
-    import bot.evaluation as evaluation
+    import triage_bot.evaluation as evaluation
 
     monkeypatch.setattr(evaluation, "DEFAULT_CORPUS", tmp_path / "no-shared-corpus")  # a fresh clone alone
     result = CliRunner().invoke(cli, ["eval", "--json"])
@@ -137,7 +137,7 @@ def test_eval_without_arguments_falls_back_to_the_projects_held_out_set(monkeypa
 
 
 def test_eval_says_what_to_pass_when_no_corpus_is_found(monkeypatch, tmp_path: Path) -> None:
-    import bot.evaluation as evaluation
+    import triage_bot.evaluation as evaluation
 
     monkeypatch.setattr(evaluation, "DEFAULT_CORPUS", tmp_path / "none")
     monkeypatch.setattr(evaluation, "HOLDOUT_TEST", tmp_path / "none-either")

@@ -1,7 +1,7 @@
-"""The core imports no Slack: not slack_bolt, not slack_sdk, not the adapter (bot.slack).
+"""The core imports no Slack: not slack_bolt, not slack_sdk, not the adapter (triage_bot.slack).
 
 Every import statement of every core module is read, those inside functions included, so a
-lazy `from bot.slack import ...` in the core fails this test too.
+lazy `from triage_bot.slack import ...` in the core fails this test too.
 """
 
 from __future__ import annotations
@@ -9,9 +9,9 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-BOT = Path(__file__).resolve().parents[1] / "bot"
+BOT = Path(__file__).resolve().parents[1] / "triage_bot"
 ADAPTERS = ("slack", "testing", "cli")  # the Slack adapter, the stand-ins, and the CLI that wires things
-FORBIDDEN = ("slack_bolt", "slack_sdk", "bot.slack")
+FORBIDDEN = ("slack_bolt", "slack_sdk", "triage_bot.slack")
 
 
 def _imports(path: Path) -> list[str]:

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from bot.core import default_triager
-from bot.evaluation import Evaluation, evaluate
+from triage_bot.core import default_triager
+from triage_bot.evaluation import Evaluation, evaluate
 
 
 @pytest.fixture(scope="module")

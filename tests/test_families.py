@@ -14,7 +14,7 @@ import json
 
 import pytest
 
-from bot.core import triage
+from triage_bot.core import triage
 
 FAMILY_PREFIXES = ("component", "install", "platform", "config", "crash", "client", "quality", "fallback")
 

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from bot.core import default_triager
-from bot.evaluation import SetReport, evaluate
+from triage_bot.core import default_triager
+from triage_bot.evaluation import SetReport, evaluate
 
 HOLDOUT = Path(__file__).parent / "holdout"
 

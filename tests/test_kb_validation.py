@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from bot.kb.loader import KnowledgeBaseError, collect_problems, load
 from tests.conftest import MINI_ENGINE, write_kb
+from triage_bot.kb.loader import KnowledgeBaseError, collect_problems, load
 
 
 def _errors(directory: Path) -> list[str]:

@@ -5,8 +5,8 @@ from __future__ import annotations
 import io
 import logging
 
-from bot.log_redaction import RedactingFilter, install
 from tests.support.secrets import SECRET_FORMS
+from triage_bot.log_redaction import RedactingFilter, install
 
 
 def _logger() -> tuple[logging.Logger, io.StringIO]:

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from bot.core import Triager
+from triage_bot.core import Triager
 
 
 @pytest.fixture

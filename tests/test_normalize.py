@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from bot.text.candidates import looks_cut
-from bot.text.normalize import MAX_CHARS, normalize
+from triage_bot.text.candidates import looks_cut
+from triage_bot.text.normalize import MAX_CHARS, normalize
 
 
 @pytest.mark.parametrize(

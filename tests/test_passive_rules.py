@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from bot.core import default_triager
+from triage_bot.core import default_triager
 
 OOM = "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 MiB. GPU 6 has a total capacity of 44.53 GiB of which 448.00 KiB is free."
 

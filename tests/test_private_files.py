@@ -6,10 +6,10 @@ import stat
 from datetime import UTC, datetime
 from pathlib import Path
 
-from bot.history import HistoryStore
-from bot.history.models import Base
-from bot.history.spool import Spool
-from bot.scheduler import LocalCoordinator
+from triage_bot.history import HistoryStore
+from triage_bot.history.models import Base
+from triage_bot.history.spool import Spool
+from triage_bot.scheduler import LocalCoordinator
 
 
 def _mode(path: Path) -> int:

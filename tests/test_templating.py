@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from jinja2.exceptions import SecurityError
 
-from bot.templating import render
+from triage_bot.templating import render
 
 
 def test_arithmetic_with_values() -> None:

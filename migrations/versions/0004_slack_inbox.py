@@ -1,4 +1,4 @@
-"""Slack inbox: every request that carries work, written down before its ack (bot/slack/inbox.py).
+"""Slack inbox: every request that carries work, written down before its ack (triage_bot/slack/inbox.py).
 
 Revision ID: 0004
 Revises: 0003

@@ -8,11 +8,11 @@ from typing import Any
 
 import pytest
 
-from bot.health.config import EnginesFile, parse_engines
-from bot.history import HistoryStore
-from bot.history.db import make_engine, make_session_factory
-from bot.history.models import Base
-from bot.testing.fake_engines import FakeEngine, FakeEngines
+from triage_bot.health.config import EnginesFile, parse_engines
+from triage_bot.history import HistoryStore
+from triage_bot.history.db import make_engine, make_session_factory
+from triage_bot.history.models import Base
+from triage_bot.testing.fake_engines import FakeEngine, FakeEngines
 
 # quick fakes: real status codes and bodies, shorter waits
 FAST = {"sglang_health_delay": 0.02, "sglang_health_timeout": 0.6, "stats_wait": 0.02, "drip_interval": 0.05}

@@ -6,15 +6,15 @@ from datetime import UTC, datetime, timedelta
 
 from slack_sdk import WebClient
 
-from bot.health.alerts import Alert, alert_blocks, escape
-from bot.health.config import parse_engines
-from bot.health.monitor import HealthMonitor
-from bot.slack.config import SlackConfig
-from bot.slack.delivery import Delivery
-from bot.slack.outputs import SlackNotifier
-from bot.testing.fake_engines import Mode
-from bot.testing.slack_standin import BOT_TOKEN, SlackStandin
 from tests.health.conftest import FAST, engine_entry
+from triage_bot.health.alerts import Alert, alert_blocks, escape
+from triage_bot.health.config import parse_engines
+from triage_bot.health.monitor import HealthMonitor
+from triage_bot.slack.config import SlackConfig
+from triage_bot.slack.delivery import Delivery
+from triage_bot.slack.outputs import SlackNotifier
+from triage_bot.testing.fake_engines import Mode
+from triage_bot.testing.slack_standin import BOT_TOKEN, SlackStandin
 
 
 def _notifier(slack: SlackStandin) -> SlackNotifier:
@@ -90,8 +90,8 @@ def test_a_resolution_slack_refuses_for_a_while_lands_from_the_outbox(fakes, sto
     """The engine recovers while Slack answers 500: the edit and the thread reply wait, then land."""
     from datetime import UTC, datetime, timedelta
 
-    from bot.slack.delivery import wait_for_outbox
-    from bot.slack.store import SlackStore
+    from triage_bot.slack.delivery import wait_for_outbox
+    from triage_bot.slack.store import SlackStore
 
     fake = fakes.add("vllm", name="llama-prod", mode=Mode.REFUSED, **FAST)
     config = parse_engines({"engines": [engine_entry(fake)]})

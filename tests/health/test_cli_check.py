@@ -9,9 +9,9 @@ from pathlib import Path
 import yaml
 from click.testing import CliRunner
 
-from bot.cli.main import cli
-from bot.testing.fake_engines import Mode
 from tests.health.conftest import FAST, engine_entry
+from triage_bot.cli.main import cli
+from triage_bot.testing.fake_engines import Mode
 
 
 def test_check_prints_each_engines_state(fakes, tmp_path: Path) -> None:

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from bot.health.config import ConfigError, load_engines, parse_engines
+from triage_bot.health.config import ConfigError, load_engines, parse_engines
 
 ROOT = Path(__file__).resolve().parents[2]
 

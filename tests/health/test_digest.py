@@ -12,17 +12,17 @@ from click.testing import CliRunner
 from PIL import Image
 from slack_sdk import WebClient
 
-from bot.cli.main import cli
-from bot.digest import build_digest, digest_blocks, limit_problems, render_png
-from bot.digest.blocks import environment
-from bot.digest.chart import PALETTE
-from bot.history import HistoryStore, Observation
-from bot.history.db import make_engine, make_session_factory
-from bot.history.models import Base
-from bot.slack.config import SlackConfig
-from bot.slack.delivery import Delivery
-from bot.slack.outputs import post_digest
-from bot.testing.slack_standin import BOT_TOKEN, SlackStandin
+from triage_bot.cli.main import cli
+from triage_bot.digest import build_digest, digest_blocks, limit_problems, render_png
+from triage_bot.digest.blocks import environment
+from triage_bot.digest.chart import PALETTE
+from triage_bot.history import HistoryStore, Observation
+from triage_bot.history.db import make_engine, make_session_factory
+from triage_bot.history.models import Base
+from triage_bot.slack.config import SlackConfig
+from triage_bot.slack.delivery import Delivery
+from triage_bot.slack.outputs import post_digest
+from triage_bot.testing.slack_standin import BOT_TOKEN, SlackStandin
 
 END = datetime(2025, 6, 9, 7, 0, tzinfo=UTC)  # Monday 09:00 in Berlin: the digest covers Mon 2 – Sun 8 June
 TZ = "Europe/Berlin"
@@ -126,7 +126,7 @@ def test_limits_hold_with_huge_histories_and_names_are_never_templates(seeded) -
     d = build_digest(store, end=END, days=7, tz=TZ)
     from dataclasses import replace
 
-    from bot.history import GroupCount
+    from triage_bot.history import GroupCount
 
     hostile = [GroupCount(f"<!channel> {{{{ 7*7 }}}} {i}" + "x" * 150, "health.engine_down", incidents=i) for i in range(400)]
     d.numbers = replace(d.numbers, by_engine=hostile, by_signature=hostile)

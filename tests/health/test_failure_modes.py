@@ -12,12 +12,12 @@ from datetime import timedelta
 
 import pytest
 
-from bot.health.alerts import RecordingNotifier
-from bot.health.config import parse_engines
-from bot.health.monitor import HealthMonitor
-from bot.scheduler import LocalCoordinator, SchedulerSettings, TriageScheduler, default_jobs
-from bot.testing.fake_engines import Mode
 from tests.health.conftest import FAST, engine_entry
+from triage_bot.health.alerts import RecordingNotifier
+from triage_bot.health.config import parse_engines
+from triage_bot.health.monitor import HealthMonitor
+from triage_bot.scheduler import LocalCoordinator, SchedulerSettings, TriageScheduler, default_jobs
+from triage_bot.testing.fake_engines import Mode
 
 # mode -> expected open states after a few checks, per kind (None: same for every kind)
 EXPECTED: dict[Mode, dict[str, set[str]] | set[str]] = {
@@ -63,7 +63,12 @@ def fleet(fakes):
             fake = fakes.add(kind, name=f"{kind}-{mode.value}", mode=mode, **options)
             if kind == "trtllm" and mode is Mode.FAILURES:
                 extra["metrics_url"] = fake.base_url + "/prometheus/metrics"
-            entries.append(engine_entry(fake, timeout=TIMEOUT_MODES.get(mode, ANSWERING_TIMEOUT), **extra))
+            entry = engine_entry(fake, timeout=TIMEOUT_MODES.get(mode, ANSWERING_TIMEOUT), **extra)
+            if kind == "sglang" and mode is not Mode.STUCK:
+                # SGLang's stuck signal is a 503 that took its health timeout: only the stuck engine
+                # keeps the short one, so a loaded machine cannot make an instant 503 look stuck
+                entry["thresholds"] = {**entry["thresholds"], "sglang_health_s": 30.0}
+            entries.append(entry)
             modes[fake.name] = (kind, mode)
     return parse_engines({"engines": entries}), modes, fakes
 

@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from bot.core import Triager
-from bot.health.rules import SIGNATURES
-from bot.kb.loader import load
 from tests.conftest import write_kb
+from triage_bot.core import Triager
+from triage_bot.health.rules import SIGNATURES
+from triage_bot.kb.loader import load
 
 HEALTH = Path(__file__).resolve().parents[2] / "knowledge" / "health.yaml"
 
@@ -40,9 +40,9 @@ def test_examples_match_their_own_signature(triager: Triager) -> None:
 def test_the_lines_the_monitor_writes_match(triager: Triager) -> None:
     from datetime import UTC, datetime
 
-    from bot.health.config import Thresholds
-    from bot.health.observation import Observation
-    from bot.health.rules import EngineMemory, evaluate
+    from triage_bot.health.config import Thresholds
+    from triage_bot.health.observation import Observation
+    from triage_bot.health.rules import EngineMemory, evaluate
 
     o = Observation("llama-prod", "vllm", datetime.now(UTC), "refused", detail="connection refused")
     (finding,) = evaluate(o, EngineMemory(), Thresholds()).values()

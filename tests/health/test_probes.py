@@ -7,12 +7,12 @@ import asyncio
 
 import pytest
 
-from bot.health.config import parse_engines
-from bot.health.poller import Poller
-from bot.health.probes import available_kinds
-from bot.health.probes._common import NotPrometheus, parse_prometheus
-from bot.testing.fake_engines import Mode
 from tests.health.conftest import FAST, engine_entry
+from triage_bot.health.config import parse_engines
+from triage_bot.health.poller import Poller
+from triage_bot.health.probes import available_kinds
+from triage_bot.health.probes._common import NotPrometheus, parse_prometheus
+from triage_bot.testing.fake_engines import Mode
 
 
 def check(fakes_list, **poller):

@@ -15,7 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from bot.scheduler import (
+from tests.support.postgres_schema import PG_DSN
+from triage_bot.scheduler import (
     LocalCoordinator,
     PostgresCoordinator,
     SchedulerConfigError,
@@ -24,8 +25,7 @@ from bot.scheduler import (
     default_jobs,
     slot_of,
 )
-from bot.testing.waiting import wait_until
-from tests.support.postgres_schema import PG_DSN
+from triage_bot.testing.waiting import wait_until
 
 
 def _replica(name: str, schema: str, log: list[tuple[str, datetime]], lock: threading.Lock) -> TriageScheduler:

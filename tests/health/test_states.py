@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from bot.health.config import Thresholds
-from bot.health.observation import MetricsSnapshot, Observation
-from bot.health.rules import EngineMemory, evaluate
-from bot.health.states import EngineTracker, judged_states
+from triage_bot.health.config import Thresholds
+from triage_bot.health.observation import MetricsSnapshot, Observation
+from triage_bot.health.rules import EngineMemory, evaluate
+from triage_bot.health.states import EngineTracker, judged_states
 
 T0 = datetime(2025, 6, 2, 9, 0, tzinfo=UTC)
 TH = Thresholds(consecutive=3, recover=2, flap_transitions=4, flap_window=10)

@@ -6,13 +6,13 @@ from pathlib import Path
 
 import yaml
 
-from bot.history.db import make_engine
-from bot.history.models import Base
-from bot.scheduler import build_scheduler
-from bot.slack.outputs import scheduler_outputs
-from bot.testing.fake_engines import Mode
-from bot.testing.slack_standin import BOT_TOKEN, SlackStandin
 from tests.health.conftest import FAST, engine_entry
+from triage_bot.history.db import make_engine
+from triage_bot.history.models import Base
+from triage_bot.scheduler import build_scheduler
+from triage_bot.slack.outputs import scheduler_outputs
+from triage_bot.testing.fake_engines import Mode
+from triage_bot.testing.slack_standin import BOT_TOKEN, SlackStandin
 
 
 def test_the_bot_scheduler_checks_alerts_and_posts_the_digest(fakes, tmp_path: Path) -> None:

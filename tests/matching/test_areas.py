@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from bot.core import default_triager
-from bot.kb.schema import AREA_CORE, AREA_MODEL, EngineInfo
-from bot.matching.areas import AreaMap, Areas, deciding
-from bot.text.normalize import normalize
+from triage_bot.core import default_triager
+from triage_bot.kb.schema import AREA_CORE, AREA_MODEL, EngineInfo
+from triage_bot.matching.areas import AreaMap, Areas, deciding
+from triage_bot.text.normalize import normalize
 
 VLLM = AreaMap("vllm", {"vllm/": AREA_CORE, "vllm/lora/": "component.lora", "vllm/lora/utils.py": "component.lora",
                         "vllm/model_executor/models/": AREA_MODEL, "vllm/csrc/moe/": "component.moe_kernels"})

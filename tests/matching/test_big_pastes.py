@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from bot.core import default_triager
+from triage_bot.core import default_triager
 
 HOLDOUT = Path(__file__).resolve().parents[1] / "holdout"
 TUNING = ("tune", "tune2", "tune3", "traffic_tune")

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from bot.core import default_triager
-from bot.kb.schema import AREA_MODEL
-from bot.matching.exceptions import area_of_object, missing_submodule, read_exception, version_skew
-from bot.text.normalize import normalize
+from triage_bot.core import default_triager
+from triage_bot.kb.schema import AREA_MODEL
+from triage_bot.matching.exceptions import area_of_object, missing_submodule, read_exception, version_skew
+from triage_bot.text.normalize import normalize
 
 FRAME = '  File "/usr/local/lib/python3.12/site-packages/{pkg}/x.py", line 3, in f\n    g()\n'
 

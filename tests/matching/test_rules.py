@@ -7,11 +7,11 @@ from pathlib import Path
 
 from click.testing import CliRunner
 
-from bot.cli.main import cli
-from bot.kb.schema import Signature
-from bot.matching import rules
-from bot.matching.rules import Found, decide
-from bot.matching.scored import How, Scored
+from triage_bot.cli.main import cli
+from triage_bot.kb.schema import Signature
+from triage_bot.matching import rules
+from triage_bot.matching.rules import Found, decide
+from triage_bot.matching.scored import How, Scored
 
 PROTOCOL = {"confirm": ["c"], "collect": ["c"], "workarounds": ["w"], "report": {"default": "r"}}
 

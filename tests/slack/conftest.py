@@ -15,16 +15,16 @@ from typing import Any
 
 import pytest
 
-from bot.core import Triager
-from bot.history import HistoryStore
-from bot.history.models import Base
-from bot.slack.app import SlackBot, build
-from bot.slack.config import SlackConfig
-from bot.slack.http import HttpServer
-from bot.slack.integrations import Integrations
-from bot.testing import slack_requests as req
-from bot.testing.slack_standin import BOT_TOKEN, SIGNING_SECRET, SlackStandin
 from tests.conftest import write_kb
+from triage_bot.core import Triager
+from triage_bot.history import HistoryStore
+from triage_bot.history.models import Base
+from triage_bot.slack.app import SlackBot, build
+from triage_bot.slack.config import SlackConfig
+from triage_bot.slack.http import HttpServer
+from triage_bot.slack.integrations import Integrations
+from triage_bot.testing import slack_requests as req
+from triage_bot.testing.slack_standin import BOT_TOKEN, SIGNING_SECRET, SlackStandin
 
 ADMIN = "U0ADMIN"
 ALICE = "U0ALICE"

@@ -6,11 +6,11 @@ import json
 
 from sqlalchemy import select
 
-from bot.history.models import Feedback
-from bot.slack.blocks import ACTION_HELPFUL, ACTION_RESOLVE, ACTION_WRONG
-from bot.slack.modals import ACTION_PICK, BLOCK_PICK, WRONG_MATCH_VIEW
-from bot.testing import slack_requests as req
 from tests.slack.conftest import ADMIN, ALICE, CHANNEL, KV_ERROR, Env
+from triage_bot.history.models import Feedback
+from triage_bot.slack.blocks import ACTION_HELPFUL, ACTION_RESOLVE, ACTION_WRONG
+from triage_bot.slack.modals import ACTION_PICK, BLOCK_PICK, WRONG_MATCH_VIEW
+from triage_bot.testing import slack_requests as req
 
 
 def _posted_answer(env: Env) -> dict:

@@ -8,10 +8,10 @@ import re
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from bot.answer import Answer, Candidate, Match
-from bot.kb.schema import Protocol
-from bot.slack.blocks import MAX_BLOCKS, MORE, answer_message, lines_message, text_message, validate
-from bot.slack.text import code_safe, escape, from_slack, strip_mention, truncate
+from triage_bot.answer import Answer, Candidate, Match
+from triage_bot.kb.schema import Protocol
+from triage_bot.slack.blocks import MAX_BLOCKS, MORE, answer_message, lines_message, text_message, validate
+from triage_bot.slack.text import code_safe, escape, from_slack, strip_mention, truncate
 
 LIVE = re.compile(r"<[!@#]|<https?:|<mailto:")
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 from click.testing import CliRunner
 
-from bot.cli.main import cli
-from bot.slack.config import DEFAULT_API_URL, SlackConfig, SlackConfigError
+from triage_bot.cli.main import cli
+from triage_bot.slack.config import DEFAULT_API_URL, SlackConfig, SlackConfigError
 
 
 def test_settings_from_the_environment() -> None:

@@ -13,11 +13,11 @@ from pathlib import Path
 import httpx
 import pytest
 
-from bot.testing import slack_requests as req
-from bot.testing.slack_standin import SIGNING_SECRET, SlackStandin
-from bot.testing.waiting import wait_until
 from tests.support.postgres_schema import PG_DSN
 from tests.support.replica import Replica
+from triage_bot.testing import slack_requests as req
+from triage_bot.testing.slack_standin import SIGNING_SECRET, SlackStandin
+from triage_bot.testing.waiting import wait_until
 
 OOM = ("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of "
        "79.15 GiB of which 1.06 GiB is free.")

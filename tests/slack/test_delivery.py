@@ -7,9 +7,9 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from bot.slack.delivery import wait_for_outbox
-from bot.testing import slack_requests as req
 from tests.slack.conftest import KV_ERROR, Env
+from triage_bot.slack.delivery import wait_for_outbox
+from triage_bot.testing import slack_requests as req
 
 
 def test_a_429_is_retried_after_its_retry_after(env: Env) -> None:
@@ -75,8 +75,8 @@ def test_with_the_database_away_failed_replies_wait_in_memory(env: Env) -> None:
 
 
 def test_a_cut_answer_is_followed_by_the_full_text_as_a_file(env: Env) -> None:
-    from bot.slack.blocks import Message
-    from bot.slack.listeners import post_answer
+    from triage_bot.slack.blocks import Message
+    from triage_bot.slack.listeners import post_answer
 
     cut = Message("Title", [{"type": "section", "text": {"type": "mrkdwn", "text": "part"}}], cut=True)
     post_answer(env.bot.deps, None, "C0INCIDENT", "1700000000.000001", cut, None, "vllm", lambda: "the whole answer")
@@ -92,7 +92,7 @@ def test_a_cut_answer_is_followed_by_the_full_text_as_a_file(env: Env) -> None:
 def test_retry_after_is_read_in_every_form() -> None:
     from email.utils import format_datetime
 
-    from bot.slack.client import parse_retry_after
+    from triage_bot.slack.client import parse_retry_after
 
     now = datetime(2026, 12, 1, 12, 0, 0, tzinfo=UTC)
     assert parse_retry_after("30") == 30.0

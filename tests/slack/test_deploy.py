@@ -34,7 +34,7 @@ def test_compose_runs_the_bot_against_postgres() -> None:
 def test_the_image_migrates_then_serves() -> None:
     dockerfile = (ROOT / "Dockerfile").read_text(encoding="utf-8")
     assert dockerfile.startswith("#") and "FROM python:3.11" in dockerfile
-    for part in ("COPY bot ./bot", "COPY knowledge ./knowledge", "COPY migrations ./migrations", "USER triage",
+    for part in ("COPY triage_bot ./triage_bot", "COPY knowledge ./knowledge", "COPY migrations ./migrations", "USER triage",
                  'ENTRYPOINT ["/app/entrypoint.sh"]'):
         assert part in dockerfile
     entrypoint = (ROOT / "docker" / "entrypoint.sh").read_text(encoding="utf-8")

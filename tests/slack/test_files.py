@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import json
 
-from bot.testing import slack_requests as req
 from tests.slack.conftest import KV_ERROR, Env
+from triage_bot.testing import slack_requests as req
 
 LOG = ("INFO 05-13 10:46:40 [api_server.py:1] vLLM API server version 0.9.1\n" * 20 + KV_ERROR + "\n").encode()
 

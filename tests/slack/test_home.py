@@ -6,9 +6,9 @@ import json
 from datetime import UTC, datetime
 from types import SimpleNamespace
 
-from bot.slack.integrations import Integrations
-from bot.testing import slack_requests as req
 from tests.slack.conftest import ALICE, CHANNEL, KV_ERROR, Env, start_env, stop_env
+from triage_bot.slack.integrations import Integrations
+from triage_bot.testing import slack_requests as req
 
 
 def test_home_shows_open_incidents_and_says_what_is_missing(env: Env) -> None:

@@ -8,11 +8,11 @@ import time
 import httpx
 import pytest
 
-from bot.slack.app import build
-from bot.slack.config import SlackConfig, SlackConfigError
-from bot.testing import slack_requests as req
-from bot.testing.slack_standin import BOT_TOKEN
 from tests.slack.conftest import KV_ERROR, Env
+from triage_bot.slack.app import build
+from triage_bot.slack.config import SlackConfig, SlackConfigError
+from triage_bot.testing import slack_requests as req
+from triage_bot.testing.slack_standin import BOT_TOKEN
 
 
 def _envelope(env: Env) -> str:
@@ -96,7 +96,7 @@ def test_readiness_reports_each_part_and_a_dead_database_only_degrades(env: Env)
     assert ready.status_code == 200
     assert ready.json()["checks"]["database"] == {"ok": True, "detail": "reachable"}
     assert ready.json()["checks"]["slack"]["ok"] is True
-    from bot.history.db import session_factory_from_url
+    from triage_bot.history.db import session_factory_from_url
 
     env.history.session_factory = session_factory_from_url("sqlite:////nonexistent/dir/db.sqlite3")
     degraded = httpx.get(env.server.url + "/readyz")

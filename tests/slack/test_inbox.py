@@ -8,9 +8,9 @@ from pathlib import Path
 
 from sqlalchemy import create_engine
 
-from bot.history.db import make_engine
-from bot.slack.inbox import Inbox, inbox_metadata, local_engine
 from tests.support.tcp_proxy import hanging_server
+from triage_bot.history.db import make_engine
+from triage_bot.slack.inbox import Inbox, inbox_metadata, local_engine
 
 BODY = {"event_id": "Ev1", "event": {"type": "message", "text": "token=hf_AbCdEfGhIjKlMnOpQrStUvWxYz0123456789"}}
 
@@ -95,7 +95,7 @@ def test_with_the_database_away_once_only_holds_through_the_local_inbox(tmp_path
 def _local_rows(inbox: Inbox) -> list[dict]:
     from sqlalchemy import select
 
-    from bot.slack.inbox import inbox_table
+    from triage_bot.slack.inbox import inbox_table
 
     with inbox.local.connect() as conn:
         return [dict(r._mapping) for r in conn.execute(select(inbox_table))]

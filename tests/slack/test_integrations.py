@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from bot.slack.integrations import Integrations
-from bot.testing import slack_requests as req
 from tests.slack.conftest import KV_ERROR, start_env, stop_env
+from triage_bot.slack.integrations import Integrations
+from triage_bot.testing import slack_requests as req
 
 ENGINES = """\
 engines:

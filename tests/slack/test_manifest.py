@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from bot.slack.blocks import ALL_ACTIONS
-from bot.testing import slack_requests as req
 from tests.slack.conftest import Env
+from triage_bot.slack.blocks import ALL_ACTIONS
+from triage_bot.testing import slack_requests as req
 
 MANIFEST = Path(__file__).resolve().parents[2] / "manifest.yml"
 

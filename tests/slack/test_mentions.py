@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import json
 
-from bot.testing import slack_requests as req
 from tests.slack.conftest import KV_ERROR, Env
+from triage_bot.testing import slack_requests as req
 
 
 def test_a_mention_with_an_error_is_answered_in_its_thread(env: Env) -> None:

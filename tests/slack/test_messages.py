@@ -5,9 +5,9 @@ from __future__ import annotations
 import json
 import threading
 
-from bot.slack.blocks import answer_message
-from bot.testing import slack_requests as req
 from tests.slack.conftest import ADMIN, CHANNEL, KV_ERROR, Env, start_env, stop_env
+from triage_bot.slack.blocks import answer_message
+from triage_bot.testing import slack_requests as req
 
 
 def test_passive_paste_is_answered_in_its_thread_with_the_exact_answer(env: Env) -> None:

@@ -9,11 +9,11 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from sqlalchemy import create_engine, text
 
-from bot.history import HistoryStore
-from bot.history.models import Base
-from bot.testing import slack_requests as req
 from tests.slack.conftest import KV_ERROR, start_env, stop_env
 from tests.storage.conftest import PG_URL, _pg_problem, with_schema
+from triage_bot.history import HistoryStore
+from triage_bot.history.models import Base
+from triage_bot.testing import slack_requests as req
 
 
 @pytest.fixture

@@ -13,10 +13,10 @@ from pathlib import Path
 
 import httpx
 
-from bot.testing import slack_requests as req
-from bot.testing.slack_standin import BOT_TOKEN, SIGNING_SECRET, SlackStandin
-from bot.testing.waiting import wait_until
 from tests.support.secrets import SECRET_FORMS
+from triage_bot.testing import slack_requests as req
+from triage_bot.testing.slack_standin import BOT_TOKEN, SIGNING_SECRET, SlackStandin
+from triage_bot.testing.waiting import wait_until
 
 ROOT = Path(__file__).resolve().parents[2]
 OOM = ("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of "
@@ -35,7 +35,7 @@ def _start(slack: SlackStandin, tmp_path: Path) -> tuple[subprocess.Popen[str], 
     env |= {"SLACK_BOT_TOKEN": BOT_TOKEN, "SLACK_SIGNING_SECRET": SIGNING_SECRET, "SLACK_API_URL": slack.api_url,
             "DATABASE_URL": f"sqlite:///{tmp_path / 'bot.sqlite3'}",
             "TRIAGE_SPOOL_PATH": str(tmp_path / "spool.jsonl")}
-    process = subprocess.Popen([sys.executable, "-m", "bot", "serve", "--http", "--host", "127.0.0.1",
+    process = subprocess.Popen([sys.executable, "-m", "triage_bot", "serve", "--http", "--host", "127.0.0.1",
                                 "--port", str(port)], cwd=tmp_path, env=env, stdout=subprocess.PIPE,
                                stderr=subprocess.STDOUT, text=True)
     url = f"http://127.0.0.1:{port}"

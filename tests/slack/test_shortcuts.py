@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import json
 
-from bot.testing import slack_requests as req
 from tests.slack.conftest import CHANNEL, KV_ERROR, Env
+from triage_bot.testing import slack_requests as req
 
 
 def test_the_shortcut_answers_in_the_messages_thread(env: Env) -> None:

@@ -6,13 +6,13 @@ from collections.abc import Iterator
 
 import pytest
 
-from bot.slack.app import SlackBot, build
-from bot.slack.config import SlackConfig
-from bot.slack.integrations import Integrations
-from bot.slack.socket_mode import socket_mode_handler
-from bot.testing import slack_requests as req
-from bot.testing.slack_standin import APP_TOKEN, BOT_TOKEN
 from tests.slack.conftest import CHANNEL, KV_ERROR
+from triage_bot.slack.app import SlackBot, build
+from triage_bot.slack.config import SlackConfig
+from triage_bot.slack.integrations import Integrations
+from triage_bot.slack.socket_mode import socket_mode_handler
+from triage_bot.testing import slack_requests as req
+from triage_bot.testing.slack_standin import APP_TOKEN, BOT_TOKEN
 
 
 @pytest.fixture

@@ -21,9 +21,9 @@ import pytest
 from sqlalchemy import Engine, create_engine, text
 from sqlalchemy.exc import OperationalError
 
-from bot.history import HistoryStore, Spool
-from bot.history.db import make_engine, make_session_factory
-from bot.history.models import Base
+from triage_bot.history import HistoryStore, Spool
+from triage_bot.history.db import make_engine, make_session_factory
+from triage_bot.history.models import Base
 
 PG_URL = os.environ.get("TRIAGE_TEST_PG_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/test")
 TABLES = ", ".join(table.name for table in Base.metadata.sorted_tables)

@@ -8,8 +8,8 @@ from datetime import UTC, datetime, timedelta, timezone
 import pytest
 from sqlalchemy import Engine, func, select
 
-from bot.history import EXCERPT_CAP_BYTES, HistoryStore, Observation
-from bot.history.models import Incident, Occurrence, SlackEvent
+from triage_bot.history import EXCERPT_CAP_BYTES, HistoryStore, Observation
+from triage_bot.history.models import Incident, Occurrence, SlackEvent
 
 SIG = "generic.cuda_oom"
 SQL = [

@@ -7,9 +7,9 @@ from datetime import UTC, datetime
 
 from sqlalchemy import func, select
 
-from bot.history import HistoryStore, Observation
-from bot.history.db import make_engine
-from bot.history.models import Incident, Occurrence
+from triage_bot.history import HistoryStore, Observation
+from triage_bot.history.db import make_engine
+from triage_bot.history.models import Incident, Occurrence
 
 PROCESSES = 6
 PER_PROCESS = 20

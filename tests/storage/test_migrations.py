@@ -12,14 +12,14 @@ from alembic.config import Config
 from click.testing import CliRunner
 from sqlalchemy import inspect, text
 
-from bot.cli.db_commands import alembic_config
-from bot.cli.main import cli
-from bot.history import HistoryStore, Observation
-from bot.history.db import make_engine
-from bot.history.models import Base
-from bot.scheduler import claims_metadata
-from bot.slack.inbox import inbox_metadata
-from bot.slack.store import metadata as slack_metadata
+from triage_bot.cli.db_commands import alembic_config
+from triage_bot.cli.main import cli
+from triage_bot.history import HistoryStore, Observation
+from triage_bot.history.db import make_engine
+from triage_bot.history.models import Base
+from triage_bot.scheduler import claims_metadata
+from triage_bot.slack.inbox import inbox_metadata
+from triage_bot.slack.store import metadata as slack_metadata
 
 ROOT = Path(__file__).resolve().parents[2]
 TABLES = {table.name for meta in (Base.metadata, slack_metadata, claims_metadata, inbox_metadata)

@@ -9,11 +9,11 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from bot.history import HistoryStore, Observation
-from bot.history.db import make_engine, make_session_factory
-from bot.history.models import Base
-from bot.history.spool import Spool
 from tests.support.tcp_proxy import HangableProxy
+from triage_bot.history import HistoryStore, Observation
+from triage_bot.history.db import make_engine, make_session_factory
+from triage_bot.history.models import Base
+from triage_bot.history.spool import Spool
 
 
 @pytest.fixture

@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 from sqlalchemy import func, select
 
-from bot.history import HistoryStore, Observation, Spool, StorageUnavailable
-from bot.history.db import make_engine
-from bot.history.models import Base, EngineCheck, Occurrence
 from tests.support.own_postgres import OwnPostgres
+from triage_bot.history import HistoryStore, Observation, Spool, StorageUnavailable
+from triage_bot.history.db import make_engine
+from triage_bot.history.models import Base, EngineCheck, Occurrence
 
 
 def test_records_survive_a_postgres_restart_in_order(own_postgres: OwnPostgres, tmp_path: Path) -> None:

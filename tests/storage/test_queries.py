@@ -7,8 +7,8 @@ from datetime import datetime, timedelta
 import pytest
 from sqlalchemy import Engine, func, select
 
-from bot.history import HistoryStore, Observation
-from bot.history.models import EngineCheck, Incident, Occurrence, SlackEvent
+from triage_bot.history import HistoryStore, Observation
+from triage_bot.history.models import EngineCheck, Incident, Occurrence, SlackEvent
 
 
 def record(store: HistoryStore, sig: str, engine: str, target: str, at: datetime, **kw: object):
@@ -121,7 +121,7 @@ def test_prune_drops_old_details_and_keeps_incidents(
 def test_prune_works_in_batches(store: HistoryStore, engine: Engine, now: datetime) -> None:
     for i in range(25):
         store.record_check("e", "up", checked_at=now - timedelta(days=30, minutes=i))
-    from bot.history import retention
+    from triage_bot.history import retention
 
     result = retention.prune(lambda fn: store._run(lambda s, _: fn(s), {}), 10, now=now, batch=4)
     assert result.engine_checks == 25

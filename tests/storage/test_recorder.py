@@ -8,8 +8,8 @@ from datetime import datetime, timedelta
 import pytest
 from sqlalchemy import Engine, func, select
 
-from bot.history import HistoryStore, IncidentNotFound, Observation, fingerprint
-from bot.history.models import Feedback, Incident, Occurrence
+from triage_bot.history import HistoryStore, IncidentNotFound, Observation, fingerprint
+from triage_bot.history.models import Feedback, Incident, Occurrence
 
 SIG = "vllm.kv_cache_no_memory"
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from bot.redaction import redact, redact_value
+from triage_bot.redaction import redact, redact_value
 
 B62 = "aB3dE5fG7hJ9kL1mN2pQ4rS6tU8vW0xYz5"  # 34 characters of a token alphabet
 

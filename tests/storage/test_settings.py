@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from bot.settings import Settings, SettingsError
+from triage_bot.settings import Settings, SettingsError
 
 
 def test_defaults_are_a_local_sqlite_file_and_a_six_hour_window(tmp_path: Path) -> None:

@@ -13,10 +13,10 @@ from pathlib import Path
 import pytest
 from sqlalchemy import Engine, func, select
 
-from bot.history import HistoryStore, Observation, Spool, SpoolFullError, StorageUnavailable
-from bot.history.db import make_session_factory
-from bot.history.errors import is_unavailable
-from bot.history.models import EngineCheck, Incident, Occurrence
+from triage_bot.history import HistoryStore, Observation, Spool, SpoolFullError, StorageUnavailable
+from triage_bot.history.db import make_session_factory
+from triage_bot.history.errors import is_unavailable
+from triage_bot.history.models import EngineCheck, Incident, Occurrence
 
 from .conftest import Switch
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import httpx
 
-from bot.testing.slack_standin import BOT_TOKEN, SIGNING_SECRET, SlackStandin
+from triage_bot.testing.slack_standin import BOT_TOKEN, SIGNING_SECRET, SlackStandin
 
 
 def free_port() -> int:
@@ -45,7 +45,7 @@ class Replica:
 
     def start(self, timeout: float = 90) -> Replica:
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "bot", "serve", "--http", "--host", "127.0.0.1", "--port", str(self.port), *self.args],
+            [sys.executable, "-m", "triage_bot", "serve", "--http", "--host", "127.0.0.1", "--port", str(self.port), *self.args],
             cwd=self.workdir, env=self.env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         deadline = time.monotonic() + timeout
         while True:

@@ -1,3 +1,0 @@
-from bot.cli.main import main
-
-main()

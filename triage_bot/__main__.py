@@ -1,0 +1,3 @@
+from triage_bot.cli.main import main
+
+main()

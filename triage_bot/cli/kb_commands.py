@@ -1,0 +1,130 @@
+"""`triage-bot kb lint`, `triage-bot faq` and `triage-bot engines`."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import click
+
+from triage_bot.kb.loader import Problem, collect_problems
+from triage_bot.kb.schema import ENGINES
+
+ENGINE_ORDER = list(ENGINES)
+
+
+@click.group()
+def kb() -> None:
+    """Work with the knowledge base."""
+
+
+@kb.command()
+@click.option("--quiet", is_flag=True, help="Print only problems and a one-line summary.")
+@click.option("--no-cross-check", is_flag=True, help="Skip matching each example against the others.")
+def lint(quiet: bool, no_cross_check: bool) -> None:
+    """Validate the knowledge base; exit 1 on any error."""
+    kb_, problems = collect_problems()
+    warnings: list[Problem] = [p for p in problems if p.level != "error"]
+    errors = [p for p in problems if p.level == "error"]
+    if kb_ is not None and not no_cross_check:
+        warnings += cross_check(kb_)
+    for problem in [*errors, *warnings]:
+        click.echo(str(problem), err=bool(errors))
+    if kb_ is not None and not quiet:
+        families = sum(s.is_family for s in kb_.signatures)
+        click.echo(
+            f"{len(kb_.signatures)} signatures ({len(kb_.signatures) - families} specific, {families} families), "
+            f"{len(kb_.engines)} engines, {len(kb_.faq)} FAQ entries"
+        )
+    click.echo(f"kb lint: {len(errors)} error(s), {len(warnings)} warning(s)")
+    if errors:
+        sys.exit(1)
+
+
+@kb.command()
+@click.option("--update", "update", type=click.Path(exists=True, dir_okay=False, path_type=Path), default=None,
+              help="Rewrite the rules block (between <!-- rules:start --> and <!-- rules:end -->) of this file.")
+def rules(update: Path | None) -> None:
+    """Print the ranking rules, in the order they decide (docs/knowledge-base.md shows this)."""
+    from triage_bot.matching.rules import markdown
+
+    if update is None:
+        click.echo(markdown(), nl=False)
+        return
+    text = update.read_text(encoding="utf-8")
+    start, end = "<!-- rules:start -->\n", "<!-- rules:end -->"
+    if start not in text or end not in text:
+        raise click.ClickException(f"{update} has no {start.strip()} ... {end} block")
+    head, rest = text.split(start, 1)
+    update.write_text(head + start + markdown() + end + rest.split(end, 1)[1], encoding="utf-8")
+    click.echo(f"updated the rules block of {update}")
+
+
+def cross_check(kb_) -> list[Problem]:
+    """Warn when a signature's own example is matched to another signature."""
+    from triage_bot.core import Triager
+
+    triager = Triager(kb_)
+    problems: list[Problem] = []
+    for sig in kb_.signatures:
+        file, line = kb_.source[sig.id]
+        for example in sig.examples:
+            result = triager.match(example)
+            got = result.primary.sig.id if result.primary else None
+            if got != sig.id:
+                problems.append(
+                    Problem(file, line, f"{sig.id}: example {example[:70]!r} matches {got or 'nothing'}", "warning")
+                )
+    return problems
+
+
+@click.command()
+@click.argument("question", nargs=-1, required=True)
+@click.option("--json", "as_json", is_flag=True)
+def faq(question: tuple[str, ...], as_json: bool) -> None:
+    """Answer a question from the FAQ."""
+    from triage_bot.core import default_triager
+    from triage_bot.faq import search
+
+    hits = search(default_triager().kb, " ".join(question))
+    if as_json:
+        click.echo(json.dumps([h.to_dict() for h in hits], indent=2))
+        return
+    if not hits:
+        click.echo("No FAQ entry matches that question. Try other words, or `triage-bot engines`.")
+        return
+    best = hits[0]
+    click.echo(click.style(best.question, bold=True))
+    click.echo(best.answer)
+    for doc in best.docs:
+        click.echo(f"  {doc}")
+    if len(hits) > 1:
+        click.echo("\nRelated: " + " · ".join(h.question for h in hits[1:]))
+
+
+@click.command()
+@click.option("--json", "as_json", is_flag=True)
+def engines(as_json: bool) -> None:
+    """Show the engine comparison matrix."""
+    from rich.console import Console
+    from rich.table import Table
+
+    from triage_bot.core import default_triager
+
+    kb_ = default_triager().kb
+    dims = kb_.matrix_dimensions or []
+    if as_json:
+        click.echo(json.dumps({
+            "dimensions": [d.model_dump() for d in dims],
+            "engines": {e.id: {"name": e.name, "matrix": e.matrix} for e in kb_.engines.values()},
+        }, indent=2))
+        return
+    ordered = sorted(kb_.engines.values(), key=lambda e: (ENGINE_ORDER.index(e.id) if e.id in ENGINE_ORDER else 99, e.id))
+    table = Table(title=" vs ".join(e.name for e in ordered), show_lines=True)
+    table.add_column("Dimension", style="bold")
+    for engine in ordered:
+        table.add_column(engine.name, overflow="fold")
+    for dim in dims:
+        table.add_row(dim.title, *(e.matrix.get(dim.key, "—") for e in ordered))
+    Console().print(table)

@@ -1,0 +1,109 @@
+"""A local console that answers pasted errors: the bot without Slack, for a first look or a laptop.
+
+A paste arrives as a burst of lines; the console waits until the burst stops (a short quiet
+period) and answers the whole paste, so multi-line tracebacks with blank lines stay together.
+`/triage help | faq <question> | engines | <text>` lines work as in Slack.
+"""
+
+from __future__ import annotations
+
+import os
+import select
+import sys
+from typing import BinaryIO
+
+from rich.console import Console
+
+from triage_bot.core import Triager, default_triager
+from triage_bot.faq import search
+from triage_bot.render.terminal import print_answer
+
+QUIET_SECONDS = 0.3
+# /triage subcommands that need the Slack workspace or a server; the CLI equivalent for each
+SLACK_ONLY = {
+    "history": "triage-bot history --json [--engine E] [--days N]",
+    "status": "triage-bot check --engines engines.yaml --json",
+    "digest": "triage-bot digest --dry-run [--png PATH]",
+    "search": "triage-bot history --json",
+    "resolve": "the Resolved button in Slack",
+    "mute": "/triage mute in Slack",
+}
+MAX_PASTE_BYTES = 4 * 1024 * 1024
+
+HELP = """Paste an engine error (any length) and the bot answers when the paste ends.
+Commands:
+  /triage <text>           triage the text after the command
+  /triage faq <question>   answer a question from the FAQ
+  /triage engines          compare vLLM, SGLang and TensorRT-LLM
+  /triage help             this help
+  quit                     leave (or Ctrl-D)"""
+
+
+def read_pastes(stream: BinaryIO, quiet: float = QUIET_SECONDS):
+    """Yield one paste per burst of input; the last one at end of input."""
+    fd = stream.fileno()
+    buffer = bytearray()
+    while True:
+        timeout = quiet if buffer else None
+        ready, _, _ = select.select([fd], [], [], timeout)
+        if not ready:
+            yield bytes(buffer)
+            buffer.clear()
+            continue
+        chunk = os.read(fd, 65536)
+        if not chunk:
+            if buffer.strip():
+                yield bytes(buffer)
+            return
+        if len(buffer) < MAX_PASTE_BYTES:
+            buffer.extend(chunk[: MAX_PASTE_BYTES - len(buffer)])
+
+
+def handle(triager: Triager, paste: str, console: Console) -> bool:
+    """Answer one paste; return False when the user asked to leave."""
+    text = paste.strip()
+    if not text:
+        return True
+    if text in ("quit", "exit", ":q"):
+        return False
+    if text.startswith("/triage"):
+        rest = text[len("/triage") :].strip()
+        word, _, args = rest.partition(" ")
+        if word in ("", "help"):
+            console.print(HELP, markup=False)
+            return True
+        if word == "faq" and args.strip():
+            hits = search(triager.kb, args)
+            if not hits:
+                console.print("No FAQ entry matches that question.")
+            for hit in hits[:1]:
+                console.print(f"[bold]{hit.question}[/bold]", highlight=False)
+                console.print(hit.answer, markup=False)
+            return True
+        if word == "faq" and not args.strip():
+            console.print("Usage: /triage faq <question>, e.g. /triage faq what does --mem-fraction-static mean")
+            return True
+        if word in SLACK_ONLY:
+            console.print(f"/triage {word} is a Slack command; here, run: {SLACK_ONLY[word]}", markup=False)
+            return True
+        if word == "engines":
+            from click.testing import CliRunner
+
+            from triage_bot.cli.kb_commands import engines
+
+            console.print(CliRunner().invoke(engines, []).output, markup=False)
+            return True
+        text = rest
+    print_answer(triager.triage(text), console)
+    return True
+
+
+def run_console(stream: BinaryIO | None = None, console: Console | None = None) -> None:
+    console = console or Console()
+    stream = stream or sys.stdin.buffer
+    triager = default_triager()
+    if os.isatty(stream.fileno()):
+        console.print("[bold]triage-bot console[/bold] — paste an error; /triage help for commands.")
+    for paste in read_pastes(stream):
+        if not handle(triager, paste.decode("utf-8", errors="replace"), console):
+            break

@@ -1,0 +1,21 @@
+"""The weekly digest: numbers from the history, Block Kit from a sandboxed template, a PNG chart.
+
+    digest = build_digest(store, days=7, tz="Europe/Berlin")
+    blocks = digest_blocks(digest); png = render_png(digest)
+
+`triage_bot.slack.outputs.post_digest` posts it (chat.postMessage through the delivery path, then the
+chart with files_upload_v2 in its thread); `/triage digest` and `triage-bot digest --dry-run` use
+the same three calls.
+"""
+
+from triage_bot.digest.blocks import digest_blocks, digest_text, limit_problems
+from triage_bot.digest.builder import Digest, build_digest
+
+__all__ = ["Digest", "build_digest", "digest_blocks", "digest_text", "limit_problems", "render_png"]
+
+
+def render_png(digest: Digest) -> bytes:
+    """The chart (imports matplotlib only when a chart is wanted)."""
+    from triage_bot.digest.chart import render_png as render
+
+    return render(digest)

@@ -1,0 +1,269 @@
+"""Load the YAML knowledge base, validate it, and report every problem with its file and line.
+
+Loading is all-or-nothing for the bot (a broken knowledge base must not half-work in production),
+but `collect_problems` returns every error at once so that `triage-bot kb lint` can list them all.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+from jinja2 import TemplateSyntaxError
+from pydantic import ValidationError
+
+from triage_bot.kb.regex import RegexError, compile_pattern
+from triage_bot.kb.schema import (
+    AREA_CORE,
+    AREA_MODEL,
+    EngineInfo,
+    FaqEntry,
+    FaqFile,
+    KnowledgeFile,
+    MatrixDimension,
+    Signature,
+    TaxonomyFile,
+)
+from triage_bot.templating import check_template
+
+DEFAULT_DIR = Path(__file__).resolve().parents[2] / "knowledge"
+SPECIAL_FILES = {"faq.yaml", "taxonomy.yaml"}
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One error or warning found in the knowledge base."""
+
+    file: str
+    line: int
+    message: str
+    level: str = "error"
+
+    def __str__(self) -> str:
+        return f"{self.file}:{self.line}: {self.level}: {self.message}"
+
+
+class KnowledgeBaseError(Exception):
+    def __init__(self, problems: list[Problem]):
+        self.problems = problems
+        super().__init__("\n".join(str(p) for p in problems))
+
+
+class _LineDict(dict):
+    """A mapping that remembers the line of each key, so errors can point into the file."""
+
+    start_line: int = 0
+    key_lines: dict[str, int]
+
+
+class _LineLoader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # libyaml when available
+    pass
+
+
+def _construct_mapping(loader: _LineLoader, node: yaml.MappingNode) -> _LineDict:
+    loader.flatten_mapping(node)
+    result = _LineDict()
+    result.start_line = node.start_mark.line + 1
+    result.key_lines = {}
+    for key_node, value_node in node.value:
+        key = loader.construct_object(key_node, deep=True)
+        if key in result:
+            raise yaml.constructor.ConstructorError(
+                None, None, f"duplicate key {key!r}", key_node.start_mark
+            )
+        result[key] = loader.construct_object(value_node, deep=True)
+        result.key_lines[key] = key_node.start_mark.line + 1
+    return result
+
+
+_LineLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
+
+
+def _line_for(data: Any, loc: tuple[Any, ...]) -> int:
+    """Walk a pydantic error location through the raw YAML and return the closest line."""
+    line = getattr(data, "start_line", 1)
+    node = data
+    for part in loc:
+        if isinstance(node, dict):
+            if part in getattr(node, "key_lines", {}):
+                line = node.key_lines[part]
+            node = node.get(part)
+        elif isinstance(node, list) and isinstance(part, int) and part < len(node):
+            node = node[part]
+        else:
+            break
+        line = getattr(node, "start_line", line)
+    return line
+
+
+@dataclass
+class LoadedFile:
+    path: Path
+    raw: Any
+    model: KnowledgeFile | FaqFile | TaxonomyFile | None
+    problems: list[Problem] = field(default_factory=list)
+
+    def line_of_signature(self, index: int) -> int:
+        try:
+            return self.raw["signatures"][index].start_line
+        except (KeyError, IndexError, TypeError, AttributeError):
+            return 1
+
+
+def _load_file(path: Path, model_cls: type) -> LoadedFile:
+    name = path.name
+    try:
+        raw = yaml.load(path.read_text(encoding="utf-8"), Loader=_LineLoader)
+    except yaml.MarkedYAMLError as exc:
+        line = exc.problem_mark.line + 1 if exc.problem_mark else 1
+        return LoadedFile(path, None, None, [Problem(name, line, f"YAML: {exc.problem or exc}")])
+    except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
+        return LoadedFile(path, None, None, [Problem(name, 1, f"cannot read: {exc}")])
+    if raw is None:
+        raw = _LineDict()
+    try:
+        model = model_cls.model_validate(raw)
+    except ValidationError as exc:
+        problems = []
+        for err in exc.errors():
+            loc = tuple(err["loc"])
+            where = ".".join(str(p) for p in loc)
+            problems.append(Problem(name, _line_for(raw, loc), f"{where}: {err['msg']}"))
+        return LoadedFile(path, raw, None, problems)
+    return LoadedFile(path, raw, model, [])
+
+
+def _check_signature(sig: Signature, file: str, line: int) -> list[Problem]:
+    problems: list[Problem] = []
+    for pattern in [*(p for p, _ in sig.pattern_specs), *(c.pattern for c in sig.evidence)]:
+        try:
+            compile_pattern(pattern)
+        except RegexError as exc:
+            problems.append(Problem(file, line, f"{sig.id}: pattern {pattern!r} does not compile in RE2: {exc}"))
+    templates = sig.recovery.values() if isinstance(sig.recovery, dict) else [sig.recovery]
+    for template in templates:
+        try:
+            check_template(template)
+        except TemplateSyntaxError as exc:
+            problems.append(Problem(file, line + (exc.lineno or 0), f"{sig.id}: recovery template: {exc.message}"))
+    return problems
+
+
+@dataclass
+class KnowledgeBase:
+    """The validated knowledge base: signatures in file order, engines, FAQ and the taxonomy."""
+
+    signatures: list[Signature]
+    engines: dict[str, EngineInfo]
+    faq: list[FaqEntry]
+    matrix_dimensions: list[MatrixDimension]
+    taxonomy: list[str]
+    source: dict[str, tuple[str, int]]  # signature id -> (file, line)
+    directory: Path
+
+    def __post_init__(self) -> None:
+        self.by_id: dict[str, Signature] = {s.id: s for s in self.signatures}
+
+    def get(self, sig_id: str) -> Signature | None:
+        return self.by_id.get(sig_id)
+
+
+def collect_problems(directory: Path | None = None) -> tuple[KnowledgeBase | None, list[Problem]]:
+    """Load and validate every file; return the knowledge base (None on errors) and all problems."""
+    directory = Path(directory or DEFAULT_DIR)
+    problems: list[Problem] = []
+    if not directory.is_dir():
+        return None, [Problem(str(directory), 0, "knowledge directory not found")]
+
+    signatures: list[Signature] = []
+    source: dict[str, tuple[str, int]] = {}
+    engines: dict[str, EngineInfo] = {}
+    for path in sorted(directory.glob("*.yaml")):
+        if path.name in SPECIAL_FILES:
+            continue
+        loaded = _load_file(path, KnowledgeFile)
+        problems.extend(loaded.problems)
+        if loaded.model is None:
+            continue
+        assert isinstance(loaded.model, KnowledgeFile)
+        if loaded.model.engine is not None:
+            info = loaded.model.engine
+            if info.id in engines:
+                problems.append(Problem(path.name, 1, f"engine {info.id!r} is defined twice"))
+            engines[info.id] = info
+            for clue in info.detect:
+                try:
+                    compile_pattern(clue.pattern)
+                except RegexError as exc:
+                    problems.append(Problem(path.name, 1, f"engine clue {clue.pattern!r}: {exc}"))
+        for index, sig in enumerate(loaded.model.signatures):
+            line = loaded.line_of_signature(index)
+            if sig.id in source:
+                first_file, first_line = source[sig.id]
+                problems.append(
+                    Problem(path.name, line, f"duplicate id {sig.id!r} (first at {first_file}:{first_line})")
+                )
+                continue
+            source[sig.id] = (path.name, line)
+            problems.extend(_check_signature(sig, path.name, line))
+            signatures.append(sig)
+
+    faq: list[FaqEntry] = []
+    dimensions: list[MatrixDimension] = []
+    faq_path = directory / "faq.yaml"
+    if faq_path.exists():
+        loaded = _load_file(faq_path, FaqFile)
+        problems.extend(loaded.problems)
+        if isinstance(loaded.model, FaqFile):
+            faq = list(loaded.model.faq)
+            dimensions = list(loaded.model.matrix_dimensions)
+            seen: set[str] = set()
+            for entry in faq:
+                if entry.id in seen:
+                    problems.append(Problem("faq.yaml", 1, f"duplicate FAQ id {entry.id!r}"))
+                seen.add(entry.id)
+
+    taxonomy: list[str] = []
+    tax_path = directory / "taxonomy.yaml"
+    if tax_path.exists():
+        loaded = _load_file(tax_path, TaxonomyFile)
+        problems.extend(loaded.problems)
+        if isinstance(loaded.model, TaxonomyFile):
+            taxonomy = list(loaded.model.ids)
+            for index, sig_id in enumerate(taxonomy):
+                if sig_id not in source:
+                    line = _taxonomy_line(tax_path, sig_id, index)
+                    problems.append(Problem("taxonomy.yaml", line, f"taxonomy id {sig_id!r} has no signature"))
+    else:
+        problems.append(Problem("taxonomy.yaml", 0, "taxonomy.yaml is missing"))
+
+    families = {s.id for s in signatures if s.is_family}
+    for info in engines.values():
+        for prefix, family in info.areas.items():
+            if family not in families and family not in (AREA_CORE, AREA_MODEL):
+                file = next((f for f, _ in source.values() if f.startswith(info.id)), f"{info.id}.yaml")
+                problems.append(Problem(file, 1, f"area {prefix!r}: {family!r} is not a family id, "
+                                                 f"{AREA_CORE!r} or {AREA_MODEL!r}"))
+
+    if any(p.level == "error" for p in problems):
+        return None, problems
+    kb = KnowledgeBase(signatures, engines, faq, dimensions, taxonomy, source, directory)
+    return kb, problems
+
+
+def _taxonomy_line(path: Path, sig_id: str, index: int) -> int:
+    for number, text in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+        if re.search(rf"(?<![\w.]){re.escape(sig_id)}(?![\w.])", text):
+            return number
+    return index + 1
+
+
+def load(directory: Path | None = None) -> KnowledgeBase:
+    """Load the knowledge base or raise KnowledgeBaseError listing every problem."""
+    kb, problems = collect_problems(directory)
+    if kb is None:
+        raise KnowledgeBaseError([p for p in problems if p.level == "error"])
+    return kb

@@ -1,0 +1,76 @@
+"""Render an Answer for a terminal with rich: the same content a Slack reply carries."""
+
+from __future__ import annotations
+
+from rich.console import Console, Group
+from rich.markup import escape
+from rich.panel import Panel
+from rich.syntax import Syntax
+from rich.text import Text
+
+from triage_bot.answer import Answer, confidence_word
+
+CUT_NOTE = (
+    "The paste was very long: the bot read its start, its end and the error lines in between, "
+    "and cut lines longer than 4,000 characters in the middle."
+)
+
+
+def answer_renderable(answer: Answer) -> Panel:
+    parts: list = []
+    if answer.truncated_input:
+        parts.append(Text(CUT_NOTE, style="yellow"))
+    if answer.match is None:
+        parts.append(Text("No known signature matched this paste.", style="bold"))
+        if answer.note:
+            parts.append(Text(answer.note, style="yellow"))
+        if answer.candidates:
+            parts.append(Text("Nearest candidates:", style="bold"))
+            for c in answer.candidates:
+                parts.append(Text(f"  {c.id}  {c.title}  ({c.confidence:.0%})"))
+        return Panel(Group(*parts), title="triage-bot", border_style="yellow")
+
+    m = answer.match
+    header = Text()
+    header.append(f"{m.title}\n", style="bold")
+    header.append(f"{m.id}", style="cyan")
+    header.append(f" · {m.engine} · {m.severity} · confidence {m.confidence:.0%} ({confidence_word(m.confidence)})")
+    parts.append(header)
+    if m.line:
+        parts.append(Text("matched: ", style="dim") + Text(m.line))
+    if answer.note:
+        parts.append(Text(answer.note, style="yellow"))
+    if answer.family:
+        parts.append(Text(f"Area from the frames: {answer.family.id} ({answer.family.title})", style="magenta"))
+    if answer.cause:
+        parts.append(Text("\nWhy", style="bold underline"))
+        parts.append(Text(answer.cause))
+    if answer.recovery:
+        parts.append(Text("\nRecovery", style="bold underline"))
+        for line in answer.recovery.splitlines():
+            if line.startswith("$ "):
+                parts.append(Syntax(line[2:], "bash", theme="ansi_dark", word_wrap=True))
+            else:
+                parts.append(Text(line))
+    if answer.protocol:
+        p = answer.protocol
+        parts.append(Text("\nTriage protocol", style="bold underline"))
+        for title, items in (("Confirm", p.confirm), ("Collect", p.collect), ("Workarounds", p.workarounds)):
+            parts.append(Text(f"{title}:", style="bold"))
+            parts.extend(Text(f"  • {item}") for item in items)
+        report = p.report.get(m.engine) or p.report.get("default")
+        if report:
+            parts.append(Text("Upstream report:", style="bold"))
+            parts.append(Text(f"  {report}"))
+    if answer.faq:
+        parts.append(Text("\nFAQ", style="bold underline"))
+        parts.append(Text(answer.faq))
+    if answer.others:
+        parts.append(Text("\nAlso in this paste: " + ", ".join(o.id for o in answer.others), style="dim"))
+    if answer.docs:
+        parts.append(Text("\nDocs: " + "  ".join(answer.docs), style="dim"))
+    return Panel(Group(*parts), title=escape("triage-bot"), border_style="green" if m.confidence >= 0.8 else "yellow")
+
+
+def print_answer(answer: Answer, console: Console | None = None) -> None:
+    (console or Console()).print(answer_renderable(answer))

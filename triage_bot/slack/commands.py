@@ -1,0 +1,296 @@
+"""`/triage` and its subcommands: text in, a message out, no Slack calls.
+
+The listeners (slash command, mentions) decide where a result goes; this module decides what it
+says. Anything that is not a subcommand is a paste to triage, and a lone unknown word gets the
+help (a typo such as `/triage histroy` should not read as an error paste).
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import timedelta
+from typing import Any
+
+from rapidfuzz import fuzz, process, utils
+
+from triage_bot import faq
+from triage_bot.slack.blocks import MAX_BLOCKS, Message, lines_message, text_message
+from triage_bot.slack.config import SlackConfig
+from triage_bot.slack.integrations import Integrations
+from triage_bot.slack.text import escape, truncate
+from triage_bot.slack.triage import Triaged, TriageJob
+
+log = logging.getLogger(__name__)
+
+HELP_LINES = [
+    ("`/triage <error text>`", "the known failure, how sure, why, and the recovery command"),
+    ("`/triage history [engine] [days]`", "incidents seen recently (default: all engines, 7 days)"),
+    ("`/triage status`", "the engines' last health check"),
+    ("`/triage digest`", "the last weekly digest"),
+    ("`/triage faq <question>`", "an answer from the FAQ"),
+    ("`/triage engines`", "vLLM, SGLang and TensorRT-LLM compared"),
+    ("`/triage search <words>`", "find signatures by words"),
+    ("`/triage resolve <incident>`", "close an incident (admins)"),
+    ("`/triage mute <signature|engine> <duration>`", "silence passive replies, e.g. `mute vllm 2h` (admins)"),
+    ("`/triage help`", "this help"),
+]
+SUBCOMMANDS = ("help", "history", "status", "digest", "faq", "engines", "search", "resolve", "mute")
+ADMIN_ONLY = ("resolve", "mute")
+_DURATION = re.compile(r"^(\d+(?:\.\d+)?)\s*(m|min|mins|minutes?|h|hrs?|hours?|d|days?|w|weeks?)$")
+_UNITS = {"m": 60, "h": 3600, "d": 86400, "w": 604800}
+_CHANNEL_ID = re.compile(r"^[CGD][A-Z0-9]{2,}$")
+_WORD = re.compile(r"^[A-Za-z][A-Za-z_-]{0,24}$")
+HISTORY_LIMIT = 25
+MAX_DAYS = 365
+
+
+@dataclass
+class Result:
+    """What a subcommand produced; `triaged` is set for a paste (it carries the incident)."""
+
+    message: Message
+    kind: str
+    triaged: Triaged | None = None
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def incident_id(self) -> int | None:
+        return self.triaged.incident_id if self.triaged else None
+
+
+def help_message(prefix: str = "", command: str = "/triage") -> Message:
+    lines = [f"{escape(usage.replace('/triage', command))} — {what}" for usage, what in HELP_LINES]
+    title = "triage-bot"
+    body = (prefix + "\n\n" if prefix else "") + "Paste an engine error in a channel I'm in, or:\n" + "\n".join(lines)
+    return text_message(title, body)
+
+
+def refusal(subcommand: str) -> Message:
+    return text_message(
+        "Sorry, only the bot's admins can do that.",
+        f"`{escape(subcommand)}` changes the incident history for everyone, so it is limited to the users "
+        "listed in `TRIAGE_ADMINS`. Ask one of them, or use the Helpful / Wrong match buttons.")
+
+
+MAX_DURATION = timedelta(days=366)
+
+
+def parse_duration(text: str) -> timedelta | None:
+    """`30m`, `2h`, `1d`, `1w`; None when not understood, zero, or longer than a year."""
+    match = _DURATION.match(text.strip().lower())
+    if not match:
+        return None
+    seconds = float(match.group(1)) * _UNITS[match.group(2)[0]]
+    if not 0 < seconds <= MAX_DURATION.total_seconds():
+        return None
+    return timedelta(seconds=seconds)
+
+
+def _unavailable(title: str) -> Message:
+    """What a user sees when storage fails: no host, port or raw exception (those go to the log)."""
+    log.exception(title)
+    return text_message(title, "The incident history's database is not answering. Try again in a minute; "
+                               "the bot keeps answering pastes meanwhile.")
+
+
+def search_signatures(kb: Any, words: str, limit: int = 5) -> list[tuple[Any, float]]:
+    """Signatures whose id, title or canonical messages best match the words."""
+    words = words.strip()[:300]
+    if not words:
+        return []
+    keys = [f"{s.id} {s.title} {' '.join(s.messages[:3])}" for s in kb.signatures]
+    found = process.extract(words, keys, scorer=fuzz.WRatio, processor=utils.default_process, limit=limit * 3)
+    lowered = set(words.lower().split())
+    ranked = []
+    for _key, score, index in found:
+        sig = kb.signatures[index]
+        overlap = len(lowered & set(re.split(r"[\s._]+", f"{sig.id} {sig.title}".lower())))
+        ranked.append((sig, min(100.0, score + 5 * overlap)))
+    ranked.sort(key=lambda pair: pair[1], reverse=True)
+    return [(s, score) for s, score in ranked if score >= 50][:limit]
+
+
+class Commands:
+    """Runs one `/triage …` line for one user in one channel."""
+
+    def __init__(self, job: TriageJob, history: Any | None, config: SlackConfig, integrations: Integrations):
+        self.job = job
+        self.history = history
+        self.config = config
+        self.integrations = integrations
+        self.handlers: dict[str, Callable[[str, str, str | None], Message]] = {
+            "history": self._history, "status": self._status, "digest": self._digest, "faq": self._faq,
+            "engines": self._engines, "search": self._search, "resolve": self._resolve, "mute": self._mute,
+        }
+
+    @property
+    def kb(self) -> Any:
+        return self.job.triager.kb
+
+    def run(self, text: str, *, user: str, channel: str | None, key: str | None = None,
+            thread_ts: str | None = None, notes: list[str] | None = None) -> Result:
+        """`text` is plain (already converted from Slack's wire form); `notes` are mrkdwn lines for an answer."""
+        text = text.strip()
+        word, _, rest = text.partition(" ")
+        word = word.lower()
+        if not text or word == "help":
+            return Result(help_message(command=self.config.command), "help")
+        if word in self.handlers:
+            if word in ADMIN_ONLY and not self.config.is_admin(user):
+                return Result(refusal(word), "refusal")
+            return Result(self.handlers[word](rest.strip(), user, channel), word)
+        triaged = self.job.run(text, channel=channel, thread_ts=thread_ts, user=user, key=key)
+        triaged.notes.extend(notes or [])
+        if triaged.answer.match is None and _WORD.match(text):
+            return Result(help_message(f"I don't know the subcommand `{escape(text)}`.", self.config.command), "help")
+        return Result(triaged.message(buttons=True), "answer", triaged)
+
+    # -- subcommands -----------------------------------------------------------------------
+
+    def _need_history(self) -> Message | None:
+        if self.history is None:
+            return text_message("The incident history is not configured.", "Set `DATABASE_URL` and run "
+                                "`triage-bot db upgrade`.")
+        return None
+
+    def _history(self, args: str, user: str, channel: str | None) -> Message:
+        missing = self._need_history()
+        if missing:
+            return missing
+        engine: str | None = None
+        days = 7.0
+        for token in args.split():
+            cleaned = token.lower().removesuffix("d")
+            if cleaned.replace(".", "", 1).isdigit():
+                days = min(float(cleaned), MAX_DAYS)
+            else:
+                engine = token.lower()
+        if days <= 0:
+            return text_message("Days must be more than 0.")
+        try:
+            incidents = self.history.history(engine=engine, days=days, limit=HISTORY_LIMIT)
+        except Exception:
+            return _unavailable("The incident history cannot be read right now.")
+        scope = f"{escape(engine)} " if engine else ""
+        title = f"Incidents on {scope or 'all engines '}in the last {days:g} day{'s' if days != 1 else ''}"
+        lines = []
+        for inc in incidents:
+            where = f"<#{inc.target}>" if _CHANNEL_ID.match(inc.target or "") else escape(inc.target or "")
+            line = (f"`#{inc.id}` `{escape(inc.signature_id)}` · {escape(inc.engine)} · *{escape(inc.status)}* · "
+                    f"{inc.occurrence_count}× · last {inc.last_seen:%Y-%m-%d %H:%M} · {where}")
+            if inc.resolved_by:
+                line += f" · resolved by {escape(inc.resolved_by)}"
+            lines.append(line)
+        if len(incidents) == HISTORY_LIMIT:
+            lines.append(f"_Showing the latest {HISTORY_LIMIT}; `triage-bot history --json` lists all._")
+        return lines_message(title, lines, "None. :tada:")
+
+    def _status(self, args: str, user: str, channel: str | None) -> Message:
+        lines, empty = self.integrations.engines()
+        return lines_message("Engine health", [line.mrkdwn() for line in lines], empty)
+
+    def _digest(self, args: str, user: str, channel: str | None) -> Message:
+        view, empty = self.integrations.digest()
+        if view is None:
+            return text_message("Weekly digest", empty)
+        if view.blocks:
+            return Message(text=view.text or "Weekly digest", blocks=view.blocks[:MAX_BLOCKS])
+        return lines_message("Weekly digest", view.text.splitlines(), empty)
+
+    def _faq(self, args: str, user: str, channel: str | None) -> Message:
+        if not args:
+            return text_message("Ask a question after `faq`", f"For example `{self.config.command} faq what does "
+                                "gpu-memory-utilization mean`.")
+        hits = faq.search(self.kb, args)
+        if not hits:
+            return text_message("No FAQ entry matches that question.",
+                                f"Try other words, `{self.config.command} search &lt;words&gt;` or "
+                                f"`{self.config.command} engines`.")
+        best = hits[0]
+        body = escape(best.answer)
+        if best.docs:
+            body += "\n" + "  ".join(escape(d) for d in best.docs[:5])
+        related = [f"• {escape(h.question)}" for h in hits[1:]]
+        message = text_message(escape(best.question), body, fields=(["*Related*\n" + "\n".join(related)]
+                                                                     if related else []))
+        return message
+
+    def _engines(self, args: str, user: str, channel: str | None) -> Message:
+        engines = list(self.kb.engines.values())
+        dims = self.kb.matrix_dimensions or []
+        if not engines or not dims:
+            return text_message("No engine comparison in the knowledge base yet.")
+        sections = []
+        for dim in dims:
+            rows = "\n".join(f"• *{escape(e.name)}*: {escape(e.matrix.get(dim.key, '—'))}" for e in engines)
+            sections.append(f"*{escape(dim.title)}*\n{rows}")
+        return lines_message(" vs ".join(e.name for e in engines), sections, "")
+
+    def _search(self, args: str, user: str, channel: str | None) -> Message:
+        if not args:
+            return text_message("Give some words to search for", f"e.g. `{self.config.command} search kv cache`.")
+        found = search_signatures(self.kb, args)
+        lines = [f"`{escape(sig.id)}` {escape(sig.title)} ({escape(sig.engine)}, {escape(sig.severity)})"
+                 for sig, _score in found]
+        return lines_message(f"Signatures matching “{escape(truncate(args, 80))}”", lines,
+                             "No signature matches those words.")
+
+    def _resolve(self, args: str, user: str, channel: str | None) -> Message:
+        missing = self._need_history()
+        if missing:
+            return missing
+        raw = args.strip().lstrip("#")
+        if not raw.isdigit():
+            return text_message("Which incident?", f"Give its number, e.g. `{self.config.command} resolve 42` "
+                                f"(see `{self.config.command} history`).")
+        from triage_bot.history import IncidentNotFound
+
+        try:
+            changed = self.history.resolve(int(raw), by=user)
+        except IncidentNotFound:
+            return text_message(f"There is no incident #{raw}.")
+        except Exception:
+            return _unavailable("The incident could not be resolved right now.")
+        if changed is None:
+            return text_message(f"Incident #{raw} will be resolved.", "The database is away; the change is queued.")
+        if not changed:
+            return text_message(f"Incident #{raw} was already resolved.")
+        return text_message(f"Incident #{raw} resolved.", "Its next repeat opens a new incident.")
+
+    def _mute(self, args: str, user: str, channel: str | None) -> Message:
+        missing = self._need_history()
+        if missing:
+            return missing
+        parts = args.split()
+        usage = f"`{self.config.command} mute &lt;signature|engine&gt; &lt;duration&gt;`, e.g. `mute vllm.kv_cache_no_memory 2h`"
+        if len(parts) < 2:
+            return text_message("What to mute, and for how long?", usage)
+        target, duration = parts[0].strip(), parse_duration("".join(parts[1:]))
+        if duration is None:
+            return text_message("That duration was not understood.", "Use minutes, hours, days or weeks, "
+                                "up to a year: `30m`, `2h`, `1d`, `1w`. " + usage)
+        if self.kb.get(target) is not None:
+            kwargs: dict[str, Any] = {"signature_id": target}
+            what = f"`{escape(target)}`"
+        elif "." in target:
+            return text_message(f"No signature `{escape(target)}` in the knowledge base.",
+                                f"Find its id with `{self.config.command} search &lt;words&gt;`.")
+        else:
+            kwargs = {"engine": target.lower()}
+            what = f"engine `{escape(target.lower())}`"
+        try:
+            self.history.mute(**kwargs, duration=duration, by=user, reason=f"/triage mute by {user}")
+        except (ValueError, OverflowError) as exc:
+            # our own validation messages are written for users; anything else stays in the log
+            said = str(exc) if isinstance(exc, ValueError) and "mute" in str(exc) else "that end is out of range"
+            return text_message("That mute cannot be set.", escape(said))
+        except Exception:
+            return _unavailable("The mute could not be saved right now.")
+        hours = duration.total_seconds() / 3600
+        span = f"{hours:g} hour{'s' if hours != 1 else ''}" if hours < 48 else f"{hours / 24:g} days"
+        return text_message(f"Muted {what} for {span}.",
+                            f"Passive replies for it stay silent until then; `{self.config.command} &lt;error&gt;` still answers.")
+

@@ -1,0 +1,155 @@
+"""The buttons on answers: Resolved, Wrong match, Helpful, and Post to channel.
+
+Every click is recorded in the history as feedback (the digest and the knowledge base's authors
+read it). Resolving changes the incident for everyone, so it is limited to the configured admins;
+anyone else gets a polite note only they can see. Wrong match opens a modal (`views`) to pick the
+right signature.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+from datetime import UTC, datetime
+from typing import Any
+
+from slack_bolt import App
+from slack_sdk import WebClient
+
+from triage_bot.slack.blocks import (
+    ACTION_HELPFUL,
+    ACTION_POST,
+    ACTION_RESOLVE,
+    ACTION_WRONG,
+    Message,
+    context,
+    text_message,
+    without_share_button,
+)
+from triage_bot.slack.commands import refusal
+from triage_bot.slack.delivery import Failure
+from triage_bot.slack.listeners import durable, once_key, post_answer
+from triage_bot.slack.modals import wrong_match_modal
+
+log = logging.getLogger(__name__)
+
+_USER_ID = re.compile(r"^[UW][A-Z0-9]{2,}$")
+
+
+def register(app: App, deps: Any) -> None:
+    for action_id, kind, work in (
+        (ACTION_RESOLVE, "resolve", lambda deps, body, client, _ctx: handle_resolve(deps, body, client)),
+        (ACTION_WRONG, "wrong_match", lambda deps, body, client, _ctx: handle_wrong_match(deps, body, client)),
+        (ACTION_HELPFUL, "helpful", lambda deps, body, _client, _ctx: handle_helpful(deps, body)),
+        (ACTION_POST, "post", lambda deps, body, client, _ctx: handle_post(deps, body, client)),
+    ):
+        accept, lazy = durable(deps, kind, work)
+        app.action(action_id)(ack=accept, lazy=[lazy])
+        deps.surfaces.actions.add(action_id)
+
+
+def _value(body: dict[str, Any]) -> dict[str, Any]:
+    try:
+        value = json.loads((body.get("actions") or [{}])[0].get("value") or "{}")
+    except (TypeError, ValueError):
+        return {}
+    return value if isinstance(value, dict) else {}
+
+
+def _user(body: dict[str, Any]) -> str:
+    return (body.get("user") or {}).get("id", "")
+
+
+def _mention(user: str) -> str:
+    """A mention built by the bot from an id Slack sent, never from text."""
+    return f"<@{user}>" if _USER_ID.match(user) else "someone"
+
+
+def _tell(deps: Any, body: dict[str, Any], title: str, text: str = "") -> None:
+    """An ephemeral note to the person who clicked."""
+    url = body.get("response_url")
+    if url:
+        deps.delivery.respond(url, {"response_type": "ephemeral", "replace_original": False,
+                                    **text_message(title, text).kwargs()})
+
+
+def _incident(deps: Any, body: dict[str, Any]) -> int | None:
+    value = _value(body)
+    incident = value.get("i")
+    if deps.history is None or not isinstance(incident, int):
+        _tell(deps, body, "This answer has no incident record.",
+              "The incident history was not available when it was posted, so there is nothing to update.")
+        return None
+    return incident
+
+
+def handle_resolve(deps: Any, body: dict[str, Any], client: WebClient) -> None:
+    user = _user(body)
+    if not deps.config.is_admin(user):
+        message = refusal("resolve")
+        deps.delivery.respond(body["response_url"], {"response_type": "ephemeral", "replace_original": False,
+                                                     **message.kwargs()})
+        return
+    incident = _incident(deps, body)
+    if incident is None:
+        return
+    from triage_bot.history import IncidentNotFound
+
+    try:
+        changed = deps.history.resolve(incident, by=user)
+        deps.history.record_feedback(incident, user, "resolved")
+    except IncidentNotFound:
+        _tell(deps, body, f"Incident #{incident} no longer exists.")
+        return
+    if changed is False:
+        _tell(deps, body, f"Incident #{incident} was already resolved.")
+        return
+    container = body.get("container") or {}
+    message = body.get("message")
+    stamp = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
+    note = context(f":white_check_mark: Resolved by {_mention(user)} on {stamp} (incident #{incident})")
+    if message and not container.get("is_ephemeral"):
+        blocks = [b for b in message.get("blocks", []) if b.get("type") != "actions"] + [note]
+        deps.delivery.call("chat.update", client, channel=container.get("channel_id"),
+                           ts=container.get("message_ts"), text=message.get("text", ""), blocks=blocks)
+    else:
+        _tell(deps, body, f"Incident #{incident} resolved.", "Its next repeat opens a new incident.")
+
+
+def handle_wrong_match(deps: Any, body: dict[str, Any], client: WebClient) -> None:
+    value = _value(body)
+    container = body.get("container") or {}
+    metadata = {"i": value.get("i"), "s": value.get("s"), "c": container.get("channel_id"),
+                "t": container.get("message_ts"), "u": body.get("response_url")}
+    view = wrong_match_modal(deps.job.triager.kb, value.get("s"), json.dumps(metadata))
+    deps.delivery.call("views.open", client, trigger_id=body["trigger_id"], view=view)
+
+
+def handle_helpful(deps: Any, body: dict[str, Any]) -> None:
+    incident = _incident(deps, body)
+    if incident is None:
+        return
+    deps.history.record_feedback(incident, _user(body), "helpful")
+    _tell(deps, body, "Thanks, noted that this answer helped.")
+
+
+def handle_post(deps: Any, body: dict[str, Any], client: WebClient) -> None:
+    key = _value(body).get("k")
+    share = deps.store.get_share(key) if deps.store is not None and isinstance(key, str) else None
+    if share is None:
+        _tell(deps, body, "That answer is no longer kept.", f"Run `{deps.config.command}` again to post it.")
+        return
+    user = _user(body)
+    blocks = [context(f"Shared by {_mention(user)} from `{deps.config.command}`"), *without_share_button(share.blocks)]
+    response = post_answer(deps, client, share.channel, None, Message(share.text, blocks[:50]), share.incident_id,
+                           None, key=once_key(body))
+    if isinstance(response, Failure):
+        if response.error in ("not_in_channel", "channel_not_found"):
+            _tell(deps, body, "I can't post in this channel yet.", "Invite me with `/invite @triage-bot`, then "
+                  "press the button again.")
+        else:
+            _tell(deps, body, "Slack did not take the message.", f"It answered `{response.error}`.")
+        return
+    # the answer is in the channel now (or queued in the outbox): remove the ephemeral copy
+    deps.delivery.respond(body["response_url"], {"delete_original": True})

@@ -1,0 +1,49 @@
+"""Modal submissions: the signature picked in "Wrong match", recorded as feedback."""
+
+from __future__ import annotations
+
+import json
+import logging
+from typing import Any
+
+from slack_bolt import App
+
+from triage_bot.slack.blocks import text_message
+from triage_bot.slack.listeners import durable
+from triage_bot.slack.modals import ACTION_PICK, BLOCK_PICK, NONE_OF_THESE, WRONG_MATCH_VIEW
+from triage_bot.slack.text import escape
+
+log = logging.getLogger(__name__)
+
+
+def register(app: App, deps: Any) -> None:
+    accept, on_wrong_match = durable(
+        deps, "wrong_match_view", lambda deps, body, _client, _ctx: handle_wrong_match(deps, body, body.get("view") or {}))
+    app.view(WRONG_MATCH_VIEW)(ack=accept, lazy=[on_wrong_match])
+    deps.surfaces.views.add(WRONG_MATCH_VIEW)
+
+
+def handle_wrong_match(deps: Any, body: dict[str, Any], view: dict[str, Any]) -> None:
+    try:
+        meta = json.loads(view.get("private_metadata") or "{}")
+    except ValueError:
+        meta = {}
+    picked = (((view.get("state") or {}).get("values") or {}).get(BLOCK_PICK) or {}).get(ACTION_PICK) or {}
+    choice = (picked.get("selected_option") or {}).get("value")
+    correct = None if choice in (None, NONE_OF_THESE) else str(choice)
+    if correct is not None and deps.job.triager.kb.get(correct) is None:
+        correct = None  # only ids the knowledge base knows are stored
+    user = (body.get("user") or {}).get("id", "")
+    incident = meta.get("i")
+    recorded = False
+    if deps.history is not None and isinstance(incident, int):
+        try:
+            deps.history.record_feedback(incident, user, "wrong_match", correct_signature_id=correct)
+            recorded = True
+        except Exception as exc:
+            log.error("could not record wrong-match feedback for #%s: %s", incident, exc)
+    if meta.get("u"):
+        said = f"`{escape(correct)}`" if correct else "none of the known signatures"
+        title = "Thanks, recorded." if recorded else "Thanks."
+        deps.delivery.respond(meta["u"], {"response_type": "ephemeral", "replace_original": False,
+                                          **text_message(title, f"You said it was {said}.").kwargs()})

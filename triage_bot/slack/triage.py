@@ -1,0 +1,134 @@
+"""The job every surface shares: a Slack message (text and files) in, an answer recorded in the
+history and built as a message out.
+
+Surfaces differ only in where the reply goes and whether silence is allowed (the passive channel
+listener answers only a passive, high-confidence match; the explicit surfaces always answer), so
+that decision stays in the listeners and everything else is here, once.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from typing import Any
+
+from slack_sdk import WebClient
+
+from triage_bot.answer import Answer
+from triage_bot.core import Triager
+from triage_bot.slack.blocks import Message, Repeat, answer_message, repeat_message
+from triage_bot.slack.files import FileReader
+from triage_bot.slack.text import escape, from_slack
+
+log = logging.getLogger(__name__)
+
+OPEN_STATUSES = ("open", "acknowledged")
+
+
+@dataclass
+class Triaged:
+    """An answer plus what the history said about it."""
+
+    answer: Answer
+    incident_id: int | None = None
+    repeat: Repeat | None = None  # an open incident seen again
+    muted_until: str | None = None
+    notes: list[str] = field(default_factory=list)  # mrkdwn lines under the title
+
+    def full_text(self) -> str:
+        """The whole answer as plain text (the terminal rendering), for a message that had to be cut."""
+        import io
+
+        from rich.console import Console
+
+        from triage_bot.render.terminal import print_answer
+
+        buffer = io.StringIO()
+        print_answer(self.answer, Console(file=buffer, width=100, color_system=None, force_terminal=False))
+        return buffer.getvalue()
+
+    def message(self, *, short_repeat: bool = False, buttons: bool = True) -> Message:
+        if short_repeat and self.repeat is not None:
+            return repeat_message(self.answer, self.repeat)
+        return answer_message(self.answer, incident_id=self.incident_id, repeat=self.repeat, notes=self.notes,
+                              buttons=buttons)
+
+
+class TriageJob:
+    """Triage text and attached files; record matches in the history (when there is one)."""
+
+    def __init__(self, triager: Triager, history: Any | None, files: FileReader):
+        self.triager = triager
+        self.history = history
+        self.files = files
+
+    def gather(self, client: WebClient, wire_text: str, files: list[dict[str, Any]] | None) -> tuple[str, list[str]]:
+        """The plain text to triage (message + readable files) and the problems with unreadable files."""
+        text = from_slack(wire_text or "")
+        problems: list[str] = []
+        if files:
+            read = self.files.read(client, files)
+            problems = read.problems
+            if read.text:
+                text = f"{text}\n{read.text}" if text.strip() else read.text
+        return text, problems
+
+    def run(self, text: str, *, channel: str | None, thread_ts: str | None, user: str | None,
+            key: str | None = None, record: bool = True) -> Triaged:
+        triaged = Triaged(self.triager.triage(text))
+        if record:
+            self.record(triaged, text, channel=channel, thread_ts=thread_ts, user=user, key=key)
+        return triaged
+
+    def record(self, triaged: Triaged, text: str, *, channel: str | None, thread_ts: str | None,
+               user: str | None, key: str | None) -> None:
+        """Record a match in the history and fill in the incident, repeat and mute details."""
+        from triage_bot.history import Observation
+
+        m = triaged.answer.match
+        if m is None or self.history is None:
+            return
+        observation = Observation(
+            signature_id=m.id, engine=m.engine, severity=m.severity, source="slack", channel=channel,
+            thread_ts=thread_ts, user=user, excerpt=text, confidence=m.confidence, values=dict(m.values),
+            **({"key": key} if key else {}),
+        )
+        try:
+            result = self.history.record(observation)
+        except Exception as exc:  # the answer matters more than its record
+            log.error("could not record %s in the history: %s", m.id, exc)
+            return
+        triaged.incident_id = result.incident_id
+        if result.muted:
+            triaged.muted_until = "muted"
+            try:
+                mute = self.history.is_muted(m.id, m.engine, channel)
+                if mute is not None:
+                    triaged.muted_until = mute.until.strftime("%Y-%m-%d %H:%M UTC")
+            except Exception:
+                pass
+            triaged.notes.append(f"This failure is muted until {escape(triaged.muted_until)}.")
+        if result.incident_id is None:
+            return
+        try:
+            previous = self.history.seen_before(m.id, m.engine, channel, exclude_incident_id=result.incident_id)
+            if not result.is_new and result.status in OPEN_STATUSES and result.occurrence_count > 1:
+                incident = self.history.get_incident(result.incident_id)
+                if incident is not None:
+                    triaged.repeat = Repeat(
+                        count=result.occurrence_count, since=incident.first_seen,
+                        last_resolved_by=previous.last_resolved_by if previous else None,
+                        last_resolved_at=previous.last_resolved_at if previous else None,
+                        incident_id=result.incident_id)
+            elif result.is_recurring and previous is not None:
+                line = f"Seen before: {previous.incidents} earlier incident{'s' if previous.incidents != 1 else ''}"
+                line += f" since {previous.first_seen:%Y-%m-%d}"
+                if previous.last_resolved_by:
+                    line += f", last resolved by {previous.last_resolved_by}"
+                    if previous.last_resolved_at:
+                        line += f" on {previous.last_resolved_at:%Y-%m-%d %H:%M UTC}"
+                    if previous.last_resolution:
+                        line += f": {previous.last_resolution[:200]}"
+                triaged.notes.append(escape(line + "."))
+        except Exception as exc:
+            log.warning("could not read the history for %s: %s", m.id, exc)
