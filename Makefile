@@ -16,12 +16,12 @@ run: $(STAMP)
 	$(BIN)/triage-bot serve
 
 test: $(STAMP)
-	$(BIN)/ruff check triage_bot tests bench migrations
+	$(BIN)/ruff check triage_bot tests bench
 	$(BIN)/triage-bot kb lint --quiet
 	$(BIN)/pytest -q -n auto
 
 lint: $(STAMP)
-	$(BIN)/ruff check triage_bot tests bench migrations
+	$(BIN)/ruff check triage_bot tests bench
 
 eval: $(STAMP)
 	$(BIN)/triage-bot eval

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import tempfile
 import textwrap
 from pathlib import Path
 
@@ -15,6 +16,10 @@ from hypothesis import settings
 settings.register_profile("deterministic", derandomize=True, database=None, deadline=None)
 settings.register_profile("explore", database=None, deadline=None)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "deterministic"))
+
+# The bot's local state defaults to the user's data directory; tests (and the processes they start,
+# which inherit this) keep theirs in a temporary one instead of the home directory.
+os.environ.setdefault("TRIAGE_DATA_DIR", tempfile.mkdtemp(prefix="triage-bot-tests-"))
 
 pytest_plugins = ["tests.support.own_postgres", "tests.support.postgres_schema"]  # own_postgres, pg_schema
 

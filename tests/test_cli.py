@@ -144,3 +144,18 @@ def test_eval_says_what_to_pass_when_no_corpus_is_found(monkeypatch, tmp_path: P
     result = CliRunner().invoke(cli, ["eval"])
     assert result.exit_code != 0
     assert "pass --corpus DIR" in result.output
+
+
+def test_info_prints_every_location_and_creates_none(tmp_path, monkeypatch) -> None:
+    from triage_bot.cli.main import cli
+
+    monkeypatch.setenv("TRIAGE_DATA_DIR", str(tmp_path / "state"))
+    monkeypatch.setenv("DATABASE_URL", "postgresql://triage:hunter2hunter2@db:5432/triage")
+    monkeypatch.chdir(tmp_path)
+    result = CliRunner().invoke(cli, ["info", "--json"])
+    assert result.exit_code == 0, result.output
+    found = json.loads(result.output)
+    assert found["spool"] == str(tmp_path / "state" / "triage-bot.spool.jsonl")
+    assert "hunter2hunter2" not in found["database"] and "@db:5432/triage" in found["database"]
+    assert Path(found["knowledge"], "vllm.yaml").is_file() and Path(found["migrations"], "env.py").is_file()
+    assert list(tmp_path.iterdir()) == []  # printing a path brings nothing into being

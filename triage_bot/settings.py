@@ -26,19 +26,35 @@ def env_field(name: str, default: Any) -> Any:
     return field(default=default, metadata={"env": name})
 
 
+def default_data_dir() -> Path:
+    """The user's data directory for the bot (platformdirs: ~/.local/share/triage-bot on Linux).
+
+    Local state (the SQLite history, the spool, the local inbox) lives here unless configured, never
+    in the directory a command happens to run in."""
+    import platformdirs
+
+    return Path(platformdirs.user_data_dir("triage-bot", appauthor=False))
+
+
 @dataclass(frozen=True)
 class Settings:
-    # Storage (incident history)
-    database_url: str = env_field("DATABASE_URL", "sqlite:///triage-bot.sqlite3")
+    # Storage (incident history); empty values mean "in data_dir"
+    data_dir: Path = env_field("TRIAGE_DATA_DIR", None)  # noqa: RUF009 a field()
+    database_url: str = env_field("DATABASE_URL", "")
     dedup_window_hours: float = env_field("TRIAGE_DEDUP_WINDOW_HOURS", 6.0)
     retention_days: int = env_field("TRIAGE_RETENTION_DAYS", 90)
-    spool_path: Path = env_field("TRIAGE_SPOOL_PATH", Path("triage-bot.spool.jsonl"))  # noqa: RUF009 a field()
+    spool_path: Path = env_field("TRIAGE_SPOOL_PATH", None)  # noqa: RUF009 a field()
     spool_max_records: int = env_field("TRIAGE_SPOOL_MAX_RECORDS", 10_000)
     spool_max_bytes: int = env_field("TRIAGE_SPOOL_MAX_BYTES", 64 * 1024 * 1024)
 
     def __post_init__(self) -> None:
+        # defaults that depend on data_dir are filled here, so TRIAGE_DATA_DIR moves all of them
+        if self.data_dir is None:
+            object.__setattr__(self, "data_dir", default_data_dir())
         if not self.database_url.strip():
-            raise SettingsError("DATABASE_URL is empty")
+            object.__setattr__(self, "database_url", f"sqlite:///{self.data_dir / 'triage-bot.sqlite3'}")
+        if self.spool_path is None:
+            object.__setattr__(self, "spool_path", self.data_dir / "triage-bot.spool.jsonl")
         positive = {
             "TRIAGE_DEDUP_WINDOW_HOURS": self.dedup_window_hours,
             "TRIAGE_RETENTION_DAYS": self.retention_days,

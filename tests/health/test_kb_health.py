@@ -3,16 +3,15 @@
 from __future__ import annotations
 
 import shutil
-from pathlib import Path
 
 import pytest
 
 from tests.conftest import write_kb
 from triage_bot.core import Triager
 from triage_bot.health.rules import SIGNATURES
-from triage_bot.kb.loader import load
+from triage_bot.kb.loader import DEFAULT_DIR, load
 
-HEALTH = Path(__file__).resolve().parents[2] / "knowledge" / "health.yaml"
+HEALTH = DEFAULT_DIR / "health.yaml"
 
 
 @pytest.fixture(scope="module")

@@ -34,9 +34,10 @@ def test_compose_runs_the_bot_against_postgres() -> None:
 def test_the_image_migrates_then_serves() -> None:
     dockerfile = (ROOT / "Dockerfile").read_text(encoding="utf-8")
     assert dockerfile.startswith("#") and "FROM python:3.11" in dockerfile
-    for part in ("COPY triage_bot ./triage_bot", "COPY knowledge ./knowledge", "COPY migrations ./migrations", "USER triage",
-                 'ENTRYPOINT ["/app/entrypoint.sh"]'):
+    for part in ("COPY triage_bot ./triage_bot", "pip wheel --no-deps -w /dist .", "pip install /dist/*.whl",
+                 "TRIAGE_DATA_DIR=/data", "USER triage", 'ENTRYPOINT ["/app/entrypoint.sh"]'):
         assert part in dockerfile
+    assert "-e ." not in dockerfile and "COPY knowledge" not in dockerfile  # the image runs the wheel, not a checkout
     entrypoint = (ROOT / "docker" / "entrypoint.sh").read_text(encoding="utf-8")
     upgrade, serve = entrypoint.index("triage-bot db upgrade"), entrypoint.index("exec triage-bot serve")
     assert upgrade < serve and "--http --port" in entrypoint

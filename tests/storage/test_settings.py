@@ -7,15 +7,29 @@ from pathlib import Path
 
 import pytest
 
-from triage_bot.settings import Settings, SettingsError
+from triage_bot.settings import Settings, SettingsError, default_data_dir
 
 
-def test_defaults_are_a_local_sqlite_file_and_a_six_hour_window(tmp_path: Path) -> None:
+def test_defaults_are_a_sqlite_file_in_the_data_dir_and_a_six_hour_window(tmp_path: Path) -> None:
     settings = Settings.from_env({}, env_file=tmp_path / "missing.env")
-    assert settings.database_url == "sqlite:///triage-bot.sqlite3"
+    assert settings.data_dir == default_data_dir()
+    assert settings.data_dir.is_absolute() and settings.data_dir.name == "triage-bot"
+    assert settings.database_url == f"sqlite:///{settings.data_dir / 'triage-bot.sqlite3'}"
+    assert settings.spool_path == settings.data_dir / "triage-bot.spool.jsonl"
     assert settings.dedup_window == timedelta(hours=6)
     assert settings.retention_days == 90
     assert settings.spool_max_records == 10_000
+
+
+def test_data_dir_moves_every_local_file_and_explicit_paths_win(tmp_path: Path) -> None:
+    moved = Settings.from_env({"TRIAGE_DATA_DIR": str(tmp_path / "state")}, env_file=None)
+    assert moved.database_url == f"sqlite:///{tmp_path / 'state' / 'triage-bot.sqlite3'}"
+    assert moved.spool_path == tmp_path / "state" / "triage-bot.spool.jsonl"
+    explicit = Settings.from_env(
+        {"TRIAGE_DATA_DIR": str(tmp_path), "DATABASE_URL": "sqlite:////srv/h.db", "TRIAGE_SPOOL_PATH": "/srv/s"},
+        env_file=None,
+    )
+    assert (explicit.database_url, explicit.spool_path) == ("sqlite:////srv/h.db", Path("/srv/s"))
 
 
 def test_environment_wins_over_env_file(tmp_path: Path) -> None:

@@ -25,7 +25,8 @@ class Replica:
     """One bot process serving HTTP mode against the Slack stand-in."""
 
     def __init__(self, slack: SlackStandin, workdir: Path, *, database_url: str, replica_id: str = "a",
-                 extra_env: dict[str, str] | None = None, args: tuple[str, ...] = ("--no-scheduler",)):
+                 extra_env: dict[str, str] | None = None, args: tuple[str, ...] = ("--no-scheduler",),
+                 program: tuple[str, ...] = (sys.executable, "-m", "triage_bot")):
         self.slack, self.workdir = slack, workdir
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
@@ -36,7 +37,7 @@ class Replica:
                 "TRIAGE_INBOX_PATH": str(workdir / f"inbox-{replica_id}.sqlite3"),
                 "TRIAGE_INBOX_SWEEP_S": "0.2", "TRIAGE_SLACK_CHANNEL_PACE_S": "0"}
         self.env = env | (extra_env or {})
-        self.args = args
+        self.args, self.program = args, program
         self.process: subprocess.Popen[str] | None = None
 
     @property
@@ -45,7 +46,7 @@ class Replica:
 
     def start(self, timeout: float = 90) -> Replica:
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "triage_bot", "serve", "--http", "--host", "127.0.0.1", "--port", str(self.port), *self.args],
+            [*self.program, "serve", "--http", "--host", "127.0.0.1", "--port", str(self.port), *self.args],
             cwd=self.workdir, env=self.env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         deadline = time.monotonic() + timeout
         while True:

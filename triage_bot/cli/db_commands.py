@@ -32,7 +32,7 @@ def _run(action, url: str) -> None:
 
 
 url_option = click.option(
-    "--url", help="Database URL (default: DATABASE_URL, else sqlite:///triage-bot.sqlite3)."
+    "--url", help="Database URL (default: DATABASE_URL, else a SQLite file in the data directory; see `triage-bot info`)."
 )
 
 

@@ -22,6 +22,7 @@ COMMANDS: dict[str, str] = {
     "history": "triage_bot.cli.history_commands:history",
     "check": "triage_bot.cli.health_commands:check",
     "digest": "triage_bot.cli.digest_commands:digest",
+    "info": "triage_bot.cli.info_commands:info",
 }
 
 

@@ -39,8 +39,12 @@ def make_engine(url: str | None = None, **kwargs: Any) -> Engine:
     backend = make_url(url).get_backend_name()
     if backend == "sqlite":
         database = make_url(url).database
-        if database and database != ":memory:" and not database.startswith("file:") and Path(database).parent.is_dir():
-            touch_private(database)  # SQLite gives its -wal and -shm files the database file's mode
+        if database and database != ":memory:" and not database.startswith("file:"):
+            parent = Path(database).parent
+            if not parent.is_dir() and parent == Settings.from_env().data_dir:
+                parent.mkdir(parents=True, mode=0o700)  # the data directory: a first run creates it
+            if parent.is_dir():  # a configured path in a missing directory fails loudly, in SQLite
+                touch_private(database)  # SQLite gives its -wal and -shm files the database file's mode
         connect_args = {"timeout": 30.0, "check_same_thread": False, **kwargs.pop("connect_args", {})}
         engine = create_engine(url, connect_args=connect_args, **kwargs)
         _tune_sqlite(engine)

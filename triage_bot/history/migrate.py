@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from importlib.resources import files
 from pathlib import Path
 from typing import Any
 
-MIGRATIONS = Path(__file__).resolve().parents[2] / "migrations"
+# package data, so a wheel install migrates like a checkout (installed wheels are unpacked on disk,
+# which is what Alembic needs: it imports env.py and the versions by path)
+MIGRATIONS = Path(str(files("triage_bot") / "migrations"))
 
 
 def alembic_config(url: str) -> Any:  # alembic.config.Config, imported lazily: Alembic is slow to import

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from importlib.resources import files
 from pathlib import Path
 from typing import Any
 
@@ -29,7 +30,8 @@ from triage_bot.kb.schema import (
 )
 from triage_bot.templating import check_template
 
-DEFAULT_DIR = Path(__file__).resolve().parents[2] / "knowledge"
+# package data, so a wheel install finds it as a checkout does (knowledge/ at the top is a link here)
+DEFAULT_DIR = Path(str(files("triage_bot") / "knowledge"))
 SPECIAL_FILES = {"faq.yaml", "taxonomy.yaml"}
 
 

@@ -17,7 +17,6 @@ import threading
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from slack_bolt import App
@@ -210,8 +209,7 @@ def open_inbox(config: SlackConfig, history: Any | None) -> Inbox | None:
     from triage_bot.slack.inbox import inbox_metadata, local_engine
 
     try:
-        path = Path(config.inbox_path) if config.inbox_path else \
-            Settings.from_env().spool_path.with_name("triage-bot.inbox.sqlite3")
+        path = config.local_inbox_path(Settings.from_env().spool_path)
         shared = history.session_factory.kw["bind"] if history is not None else None
         if shared is not None:
             try:

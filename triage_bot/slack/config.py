@@ -105,6 +105,10 @@ class SlackConfig:
         if not self.api_url.endswith("/"):
             object.__setattr__(self, "api_url", self.api_url + "/")
 
+    def local_inbox_path(self, spool_path: Path) -> Path:
+        """Where the local inbox lives: TRIAGE_INBOX_PATH, else beside the spool."""
+        return Path(self.inbox_path) if self.inbox_path else spool_path.with_name("triage-bot.inbox.sqlite3")
+
     @property
     def has_slack(self) -> bool:
         return bool(self.bot_token)
