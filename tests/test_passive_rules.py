@@ -36,3 +36,17 @@ def test_pasted_failures_and_pleas_for_help_are_answered(paste: str, expected: s
     result = default_triager().match(paste)
     assert result.primary is not None and result.primary.sig.id == expected
     assert result.passive
+
+
+@pytest.mark.parametrize("tag", ["[Feature]:", "[RFC]:", "[Feature Request]", "  [Docs]"])
+def test_a_request_for_change_quoting_an_error_is_not_answered_unprompted(tag: str) -> None:
+    request = f"{tag} say which free memory the cache needs\nToday it only prints:\n{OOM}\nIt should name the flag."
+    asked = default_triager().match(request)
+    assert asked.primary is not None and asked.primary.sig.id == "generic.cuda_oom"  # /triage still answers
+    assert not asked.passive
+    bug = default_triager().match(request.replace(tag, "[Bug]:"))
+    assert bug.passive  # the same text reported as a bug is answered
+
+
+def test_a_change_tag_later_in_the_paste_changes_nothing() -> None:
+    assert default_triager().match(f"{OOM}\nsee also [Feature] #123").passive

@@ -35,6 +35,7 @@ from triage_bot.matching.scored import Hit, How, Scored
 from triage_bot.text.candidates import (
     find_candidates,
     has_failure_signal,
+    is_change_request,
     looks_cut,
     looks_like_chat,
     reports_a_problem,
@@ -87,6 +88,8 @@ class MatchResult:
             return False  # for engine-neutral signatures: some engine must show in the paste
         if looks_like_chat(self.normalized, p.line, p.span):
             return False  # someone talking about an error ("fixed it, the OOM was ...") is not a paste
+        if is_change_request(self.normalized):
+            return False  # "[Feature]: say why a schema is unsupported" asks for a change, not for help
         # a specific pattern is itself the failure signal; weaker evidence needs an error in sight
         return p.how in ("pattern", "wrapper") or self.failure_signal
 

@@ -192,3 +192,16 @@ def looks_like_chat(norm: Normalized, line: Line | None, span: tuple[int, int] |
     if "?" in outside or words & _HELP_WORDS:
         return False
     return len(words & _CHAT_WORDS) + 2 * len(words & _CHAT_STRONG) >= 2
+
+
+# The issue templates of vLLM, SGLang and TensorRT-LLM open a request for change with a tag in the
+# title. Such a message discusses a failure (often quoting its error) to ask for something new; it is
+# not someone stuck on one, so the bot never answers it unprompted (asked, it still answers).
+_CHANGE_REQUEST = re.compile(
+    r"\A\s*\[(feature( request)?|rfc|roadmap|docs?|documentation|discussion|tracking|tracker|proposal)\]", re.I
+)
+
+
+def is_change_request(norm: Normalized) -> bool:
+    """Does the message open with a tracker's request-for-change tag ("[Feature]: ...", "[RFC]")?"""
+    return bool(norm.lines) and bool(_CHANGE_REQUEST.match(norm.lines[0].text))
