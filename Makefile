@@ -18,7 +18,7 @@ run: $(STAMP)
 test: $(STAMP)
 	$(BIN)/ruff check triage_bot tests bench
 	$(BIN)/triage-bot kb lint --quiet
-	$(BIN)/pytest -q -n auto
+	$(BIN)/pytest -q -n auto --dist loadfile
 
 lint: $(STAMP)
 	$(BIN)/ruff check triage_bot tests bench

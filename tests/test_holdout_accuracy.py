@@ -34,26 +34,25 @@ def test_unseen_pastes_top1(reports) -> None:
     assert errors.top1() >= 0.85, errors.confused()
 
 
-def test_real_traffic_never_tuned_on_is_named_right() -> None:
+def test_real_traffic_never_tuned_on_is_named_right(reports) -> None:
     """Real threads as they came, newest third: the project's accuracy (README)."""
-    errors = evaluate(default_triager(), HOLDOUT / "traffic_test").errors
+    errors, _ = reports["traffic_test"]
     shown = errors.subset("with evidence", lambda r: r.evidence)
     assert shown.top1() >= 0.76, shown.confused()
     assert errors.top1() >= 0.66, errors.confused()
 
 
-def test_confident_answers_are_right_on_unseen_traffic() -> None:
+def test_confident_answers_are_right_on_unseen_traffic(reports) -> None:
     """Answers at >= 0.8 confidence on the never-tuned sets are right at least 95% of the time."""
-    triager = default_triager()
-    results = [r for name in ("traffic_test", "test") for r in evaluate(triager, HOLDOUT / name).errors.results]
+    results = [r for name in ("traffic_test", "test") for r in reports[name][0].results]
     confident = [r for r in results if r.predicted and r.confidence >= 0.8]
     assert len(confident) >= 100
     right = sum(r.correct for r in confident) / len(confident)
     assert right >= 0.95, [(r.case, r.label, r.predicted) for r in confident if not r.correct]
 
 
-def test_explicit_requests_showing_a_failure_always_get_an_answer() -> None:
-    errors = evaluate(default_triager(), HOLDOUT / "traffic_tune").errors
+def test_explicit_requests_showing_a_failure_always_get_an_answer(reports) -> None:
+    errors, _ = reports["traffic_tune"]
     unanswered = [r.case for r in errors.results if r.evidence and r.predicted is None]
     assert unanswered == []
 
