@@ -7,8 +7,10 @@ matching works, and nothing here knows about Slack.
 from __future__ import annotations
 
 import threading
+import time
 from pathlib import Path
 
+from triage_bot import metrics
 from triage_bot.answer import Answer, build_answer
 from triage_bot.kb.loader import KnowledgeBase, load
 from triage_bot.matching.index import compile_kb
@@ -27,10 +29,17 @@ class Triager:
         return cls(load(directory))
 
     def match(self, text: str | bytes) -> MatchResult:
-        return self.matcher.match(text)
+        started = time.perf_counter()
+        try:
+            return self.matcher.match(text)
+        finally:
+            metrics.MATCH_SECONDS.observe(time.perf_counter() - started)
 
     def triage(self, text: str | bytes) -> Answer:
-        return build_answer(self.matcher.match(text))
+        answer = build_answer(self.match(text))
+        m = answer.match
+        metrics.ANSWERS.labels(m.tier if m else "none", metrics.confidence_band(m.confidence if m else None)).inc()
+        return answer
 
 
 _default: Triager | None = None

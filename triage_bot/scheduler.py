@@ -46,6 +46,7 @@ from apscheduler.triggers.cron import CronTrigger
 from apscheduler.triggers.interval import IntervalTrigger
 from sqlalchemy import Column, DateTime, MetaData, String, Table, func
 
+from triage_bot import metrics
 from triage_bot.private_files import PRIVATE, append_private
 
 log = logging.getLogger(__name__)
@@ -150,6 +151,7 @@ class _LeaderLoop:
 
     def start(self) -> None:
         self._stop.clear()
+        metrics.watch(metrics.SCHEDULER_LEADER, lambda: self._leader)  # no lock: one bool, read at scrape
         self._tick()
         self._thread = threading.Thread(target=self._loop, name="scheduler-leader", daemon=True)
         self._thread.start()

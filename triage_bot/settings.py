@@ -21,6 +21,10 @@ class SettingsError(ValueError):
     """A configuration value that cannot be used; the message names the variable."""
 
 
+LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
+LOG_FORMATS = ("text", "json")
+
+
 def env_field(name: str, default: Any) -> Any:
     """A dataclass field read from the environment variable `name`."""
     return field(default=default, metadata={"env": name})
@@ -46,6 +50,9 @@ class Settings:
     spool_path: Path = env_field("TRIAGE_SPOOL_PATH", None)  # noqa: RUF009 a field()
     spool_max_records: int = env_field("TRIAGE_SPOOL_MAX_RECORDS", 10_000)
     spool_max_bytes: int = env_field("TRIAGE_SPOOL_MAX_BYTES", 64 * 1024 * 1024)
+    # Logs (triage_bot/log_redaction.py)
+    log_level: str = env_field("TRIAGE_LOG_LEVEL", "INFO")
+    log_format: str = env_field("TRIAGE_LOG_FORMAT", "text")
 
     def __post_init__(self) -> None:
         # defaults that depend on data_dir are filled here, so TRIAGE_DATA_DIR moves all of them
@@ -64,6 +71,13 @@ class Settings:
         for name, value in positive.items():
             if not value > 0:
                 raise SettingsError(f"{name} must be greater than 0, got {value!r}")
+        level = self.log_level.upper()
+        if level not in LOG_LEVELS:
+            raise SettingsError(f"TRIAGE_LOG_LEVEL must be one of {', '.join(LOG_LEVELS)}, got {self.log_level!r}")
+        object.__setattr__(self, "log_level", level)
+        if self.log_format.lower() not in LOG_FORMATS:
+            raise SettingsError(f"TRIAGE_LOG_FORMAT must be one of {', '.join(LOG_FORMATS)}, got {self.log_format!r}")
+        object.__setattr__(self, "log_format", self.log_format.lower())
         if self.retention_days > 36_500:
             raise SettingsError(f"TRIAGE_RETENTION_DAYS must be at most 36500, got {self.retention_days}")
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import httpx
 
-from triage_bot.testing.slack_standin import BOT_TOKEN, SIGNING_SECRET, SlackStandin
+from triage_bot.testing.slack_standin import APP_TOKEN, BOT_TOKEN, SIGNING_SECRET, SlackStandin
 
 
 def free_port() -> int:
@@ -22,11 +22,12 @@ def free_port() -> int:
 
 
 class Replica:
-    """One bot process serving HTTP mode against the Slack stand-in."""
+    """One bot process against the Slack stand-in: HTTP mode, or Socket Mode with its probe port
+    (`socket_mode=True`; call `slack.start_socket_mode()` first)."""
 
     def __init__(self, slack: SlackStandin, workdir: Path, *, database_url: str, replica_id: str = "a",
                  extra_env: dict[str, str] | None = None, args: tuple[str, ...] = ("--no-scheduler",),
-                 program: tuple[str, ...] = (sys.executable, "-m", "triage_bot")):
+                 program: tuple[str, ...] = (sys.executable, "-m", "triage_bot"), socket_mode: bool = False):
         self.slack, self.workdir = slack, workdir
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
@@ -36,6 +37,9 @@ class Replica:
                 "TRIAGE_SPOOL_PATH": str(workdir / f"spool-{replica_id}.jsonl"),
                 "TRIAGE_INBOX_PATH": str(workdir / f"inbox-{replica_id}.sqlite3"),
                 "TRIAGE_INBOX_SWEEP_S": "0.2", "TRIAGE_SLACK_CHANNEL_PACE_S": "0"}
+        if socket_mode:
+            env["SLACK_APP_TOKEN"] = APP_TOKEN
+        self.mode_args: tuple[str, ...] = () if socket_mode else ("--http",)
         self.env = env | (extra_env or {})
         self.args, self.program = args, program
         self.process: subprocess.Popen[str] | None = None
@@ -46,7 +50,7 @@ class Replica:
 
     def start(self, timeout: float = 90) -> Replica:
         self.process = subprocess.Popen(
-            [*self.program, "serve", "--http", "--host", "127.0.0.1", "--port", str(self.port), *self.args],
+            [*self.program, "serve", *self.mode_args, "--host", "127.0.0.1", "--port", str(self.port), *self.args],
             cwd=self.workdir, env=self.env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         deadline = time.monotonic() + timeout
         while True:
@@ -59,6 +63,10 @@ class Replica:
                 self.process.kill()
                 raise AssertionError(f"the replica did not come up: {self.process.communicate()[0][-3000:]}")
             time.sleep(0.1)
+
+    @property
+    def returncode(self) -> int | None:
+        return None if self.process is None else self.process.returncode
 
     def kill(self) -> None:
         """SIGKILL: no shutdown, no flush, nothing finished."""

@@ -49,14 +49,18 @@ def _start_scheduler(bot: Any) -> object | None:
 
 @click.command()
 @click.option("--http", "http_mode", is_flag=True, help="Serve Slack's HTTP endpoints (/slack/events, /healthz).")
-@click.option("--port", default=3000, show_default=True, envvar="PORT", help="Port for --http.")
-@click.option("--host", default="0.0.0.0", show_default=True, help="Address for --http.")
+@click.option("--port", default=3000, show_default=True, envvar="PORT",
+              help="Port for --http (in Socket Mode: the probes' port).")
+@click.option("--host", default="0.0.0.0", show_default=True, help="Address for --http and the probes.")
 @click.option("--console", "force_console", is_flag=True, help="Open the local console even if Slack is configured.")
 @click.option("--migrate/--no-migrate", default=True, show_default=True,
               help="Run the database migrations before starting (skip when a deploy job runs them).")
+@click.option("--probes/--no-probes", default=True, show_default=True,
+              help="In Socket Mode, serve /healthz and /readyz on --host/--port too.")
 @click.option("--scheduler/--no-scheduler", "with_scheduler", default=True, show_default=True,
               help="Run the scheduled jobs (health checks, weekly digest, pruning) in this process.")
-def serve(http_mode: bool, port: int, host: str, force_console: bool, migrate: bool, with_scheduler: bool) -> None:
+def serve(http_mode: bool, port: int, host: str, force_console: bool, migrate: bool, probes: bool,
+          with_scheduler: bool) -> None:
     """Run the bot: Slack (Socket Mode, or HTTP with --http), or a local console without Slack credentials."""
     from triage_bot.slack.config import SlackConfig, SlackConfigError
 
@@ -76,8 +80,12 @@ def serve(http_mode: bool, port: int, host: str, force_console: bool, migrate: b
             "SLACK_BOT_TOKEN is set but SLACK_APP_TOKEN is not: set SLACK_APP_TOKEN for Socket Mode, "
             "or run `triage-bot serve --http --port 3000` with SLACK_SIGNING_SECRET (see docs/slack-setup.md)")
     from triage_bot import log_redaction
+    from triage_bot.settings import SettingsError
 
-    log_redaction.configure(logging.INFO)
+    try:
+        log_redaction.configure()
+    except SettingsError as exc:
+        raise click.ClickException(str(exc)) from None
     if migrate:
         _migrate()
     from triage_bot.slack.app import build
@@ -102,11 +110,19 @@ def serve(http_mode: bool, port: int, host: str, force_console: bool, migrate: b
             from triage_bot.slack.socket_mode import socket_mode_handler
 
             handler = socket_mode_handler(bot)
+            probe_server = None
+            if probes:  # liveness and readiness for an orchestrator, though Slack never calls in
+                from triage_bot.slack.http import HttpServer
+
+                probe_server = HttpServer(bot, host=host, port=port, threads=2, events=False).start()
+                logging.getLogger(__name__).info("serving the probes on %s (/healthz, /readyz)", probe_server.url)
             try:
                 click.echo("connecting to Slack in Socket Mode…", err=True)
                 handler.start()
             finally:
                 handler.close()
+                if probe_server is not None:
+                    probe_server.stop()
     except KeyboardInterrupt:
         pass  # SIGTERM or Ctrl-C (waitress handles it itself and returns)
     finally:

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from typing import Any, Protocol
 
+from triage_bot import metrics
 from triage_bot.health.alerts import Alert, MessageRef, Notifier
 from triage_bot.health.config import EnginesFile
 from triage_bot.health.observation import Observation
@@ -163,6 +164,8 @@ class HealthMonitor:
         window = self.config.in_maintenance(obs.engine, obs.checked_at)
         transitions = tracker.step(findings, judged, obs.checked_at, maintenance=window is not None)
         state = check_state(findings)
+        metrics.PROBES.labels(obs.engine, state).inc()
+        metrics.PROBE_SECONDS.labels(obs.engine).observe(obs.elapsed_s)
         self._record_check(obs, state, findings, window is not None)
         for t in transitions:
             try:

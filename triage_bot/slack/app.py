@@ -21,6 +21,7 @@ from typing import Any
 
 from slack_bolt import App
 
+from triage_bot import metrics
 from triage_bot.core import Triager, default_triager
 from triage_bot.readiness import Readiness, database_check
 from triage_bot.slack.client import web_client
@@ -146,11 +147,22 @@ class SlackBot:
 
     def start_sweepers(self) -> None:
         """The outbox sweeper, and the inbox sweeper that runs what nobody finished."""
+        self.watch_metrics()
         self.deps.delivery.start_sweeper()
         if self.deps.inbox is None or self._inbox_thread is not None:
             return
         self._inbox_thread = threading.Thread(target=self._sweep_inbox_loop, name="slack-inbox", daemon=True)
         self._inbox_thread.start()
+
+    def watch_metrics(self) -> None:
+        """/metrics reads this bot's outbox and the history's spool at each scrape."""
+        delivery, history = self.deps.delivery, self.deps.history
+        metrics.watch(metrics.OUTBOX_DEPTH, delivery.pending_in_memory, where="memory")
+        if delivery.store is not None:
+            metrics.watch(metrics.OUTBOX_DEPTH, delivery.store.pending, where="database")
+        spool = getattr(history, "spool", None)
+        if spool is not None:
+            metrics.watch(metrics.SPOOL_DEPTH, lambda: len(spool))
 
     def sweep_inbox(self) -> int:
         """Run (on the executor) the requests left unfinished; how many were taken."""

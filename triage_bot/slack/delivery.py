@@ -28,6 +28,7 @@ from slack_sdk import WebClient
 from slack_sdk.errors import SlackApiError, SlackRequestError
 from slack_sdk.web import SlackResponse
 
+from triage_bot import metrics
 from triage_bot.readiness import Status
 from triage_bot.slack.client import header, parse_retry_after, webhook_client
 from triage_bot.slack.config import SlackConfig
@@ -75,6 +76,15 @@ def _error_of(exc: Exception) -> tuple[str, bool, float | None]:
     return f"{type(exc).__name__}: {exc}", False, None
 
 
+def _error_code(exc: Exception) -> str:
+    """A bounded label: Slack's error code (or HTTP status), else the exception's type."""
+    if isinstance(exc, SlackApiError):
+        response = exc.response
+        error = str(response.get("error", "")) if hasattr(response, "get") else ""
+        return (error or str(getattr(response, "status_code", "")) or "error")[:40]
+    return type(exc).__name__
+
+
 def _timed_out(exc: Exception) -> bool:
     """The call may have reached Slack and landed: the answer was lost, not the request."""
     text = f"{type(exc).__name__} {exc}".lower()
@@ -108,6 +118,7 @@ class Delivery:
             return response
         except Exception as exc:
             error, transient, retry_after = _error_of(exc)
+            metrics.CHAT_API_ERRORS.labels(method, _error_code(exc)).inc()
             if method in POSTS and _timed_out(exc) and (earlier := self.already_posted(kwargs, client)):
                 log.warning("%s timed out but had landed (found by its key): not posted again", method)
                 return earlier

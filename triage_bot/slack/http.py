@@ -1,4 +1,6 @@
-"""HTTP mode: `/slack/events` (bolt's WSGI adapter) and `/healthz`, served by waitress.
+"""HTTP mode: `/slack/events` (bolt's WSGI adapter), `/healthz` and `/readyz`, served by waitress;
+`/metrics` (the bot's own Prometheus metrics, triage_bot/metrics.py); in Socket Mode the same
+server carries only the probes and the metrics.
 
 Why waitress: the bolt app is synchronous, so a WSGI server is its natural host (an ASGI server
 would run it in a thread pool anyway); waitress is a production server in pure Python with no
@@ -22,6 +24,7 @@ from typing import Any
 
 from slack_bolt.adapter.wsgi import SlackRequestHandler
 
+from triage_bot import metrics
 from triage_bot.slack.app import SlackBot
 
 log = logging.getLogger(__name__)
@@ -29,6 +32,7 @@ log = logging.getLogger(__name__)
 EVENTS_PATH = "/slack/events"
 HEALTH_PATH = "/healthz"
 READY_PATH = "/readyz"
+METRICS_PATH = "/metrics"
 MAX_BODY = 5 * 1024 * 1024  # Slack's payloads are far smaller; anything bigger is not from Slack
 CHANNEL_TIMEOUT_S = 10  # Slack sends a request at once; a connection silent this long is closed
 CONNECTION_LIMIT = 1000
@@ -51,9 +55,12 @@ def _json(start_response: Callable[..., Any], status: str, payload: dict[str, An
     return [body]
 
 
-def wsgi_app(bot: SlackBot) -> Callable[[dict[str, Any], Callable[..., Any]], Iterable[bytes]]:
+def wsgi_app(bot: SlackBot, events: bool = True) -> Callable[[dict[str, Any], Callable[..., Any]], Iterable[bytes]]:
+    """The HTTP surface. `events=False` is Socket Mode's probe port: Slack's events arrive over the
+    WebSocket, so only the probes and the metrics are served and every other path is a 404."""
     slack = SlackRequestHandler(bot.app, path=EVENTS_PATH)
-    verify = bool(bot.deps.config.signing_secret)
+    verify = events and bool(bot.deps.config.signing_secret)
+    mode = "http" if events else "socket"
 
     def app(environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
         path = environ.get("PATH_INFO", "")
@@ -66,11 +73,17 @@ def wsgi_app(bot: SlackBot) -> Callable[[dict[str, Any], Callable[..., Any]], It
                 return _refuse(start_response, "401 Unauthorized", "invalid request")  # as bolt words it
         if path == HEALTH_PATH and environ.get("REQUEST_METHOD") in ("GET", "HEAD"):
             return _json(start_response, "200 OK", {
-                "ok": True, "mode": "http", "jobs_in_flight": bot.deps.executor.in_flight,
+                "ok": True, "mode": mode, "jobs_in_flight": bot.deps.executor.in_flight,
                 "outbox_in_memory": bot.delivery.pending_in_memory()})
         if path == READY_PATH and environ.get("REQUEST_METHOD") in ("GET", "HEAD"):
             ready, report = bot.readiness.report()
             return _json(start_response, "200 OK" if ready else "503 Service Unavailable", report)
+        if path == METRICS_PATH and environ.get("REQUEST_METHOD") in ("GET", "HEAD"):
+            body = metrics.exposition()
+            start_response("200 OK", [("Content-Type", metrics.CONTENT_TYPE), ("Content-Length", str(len(body)))])
+            return [body]
+        if not events:
+            return _refuse(start_response, "404 Not Found", "not found (Socket Mode: events come over the WebSocket)")
         return slack(environ, start_response)
 
     return app
@@ -79,13 +92,15 @@ def wsgi_app(bot: SlackBot) -> Callable[[dict[str, Any], Callable[..., Any]], It
 class HttpServer:
     """A waitress server for the app, on a thread or in the foreground."""
 
-    def __init__(self, bot: SlackBot, host: str = "0.0.0.0", port: int = 3000, threads: int = 8):
+    def __init__(self, bot: SlackBot, host: str = "0.0.0.0", port: int = 3000, threads: int = 8,
+                 events: bool = True):
         from waitress import create_server
 
         self.bot = bot
+        self.events = events
         # idle or half-open connections are closed after CHANNEL_TIMEOUT_S and there is room for many:
         # a crowd of silent clients cannot lock Slack and the probes out
-        self.server = create_server(wsgi_app(bot), host=host, port=port, threads=threads, ident="triage-bot",
+        self.server = create_server(wsgi_app(bot, events=events), host=host, port=port, threads=threads, ident="triage-bot",
                                     max_request_body_size=MAX_BODY, clear_untrusted_proxy_headers=True,
                                     channel_timeout=CHANNEL_TIMEOUT_S, cleanup_interval=2,
                                     connection_limit=CONNECTION_LIMIT, backlog=1024)
@@ -102,7 +117,10 @@ class HttpServer:
         return self
 
     def serve_forever(self) -> None:
-        log.info("serving Slack's HTTP endpoints on %s%s (health: %s)", self.url, EVENTS_PATH, HEALTH_PATH)
+        if self.events:
+            log.info("serving Slack's HTTP endpoints on %s%s (health: %s)", self.url, EVENTS_PATH, HEALTH_PATH)
+        else:
+            log.info("serving the probes on %s (%s, %s)", self.url, HEALTH_PATH, READY_PATH)
         self.server.run()
 
     def stop(self, timeout: float = 5.0) -> None:

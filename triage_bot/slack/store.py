@@ -33,6 +33,7 @@ from sqlalchemy import (
     Table,
     Text,
     delete,
+    func,
     insert,
     or_,
     select,
@@ -190,7 +191,8 @@ class SlackStore:
 
     def pending(self) -> int:
         with self.session_factory() as session:
-            return len(session.execute(select(outbox_table.c.id).where(outbox_table.c.state == "pending")).all())
+            query = select(func.count()).select_from(outbox_table).where(outbox_table.c.state == "pending")
+            return int(session.execute(query).scalar_one())
 
     def rows(self) -> list[dict[str, Any]]:
         with self.session_factory() as session:

@@ -19,6 +19,7 @@ from typing import Any
 from slack_bolt import Ack, App, BoltContext
 from slack_sdk import WebClient
 
+from triage_bot import metrics
 from triage_bot.slack.inbox import REPLAY
 
 log = logging.getLogger(__name__)
@@ -53,10 +54,12 @@ def durable(deps: Any, kind: str, handler: Handler) -> tuple[Callable[..., None]
     HANDLERS[kind] = handler
 
     def accept(ack: Ack, body: dict[str, Any]) -> None:
+        metrics.EVENTS_RECEIVED.labels(kind).inc()
         key = once_key(body)
         if key and deps.inbox is not None:
             deps.inbox.accept(key, kind, body)
         ack()
+        metrics.EVENTS_ACKED.labels(kind).inc()
 
     def work(body: dict[str, Any], client: WebClient, context: BoltContext) -> None:
         run_once(deps, kind, body, client, context)
@@ -71,13 +74,16 @@ def run_once(deps: Any, kind: str, body: dict[str, Any], client: WebClient | Non
     key = once_key(body)
     if key and deps.inbox is not None and not replay and deps.inbox.claim(key) is False:
         log.info("%s already handled (retry, replay or another replica)", key)
+        metrics.EVENTS_HANDLED.labels(kind, "duplicate").inc()
         return
     token = REPLAY.set(replay)
     try:
         HANDLERS[kind](deps, body, client or deps.delivery.client, context or replay_context(deps, body))
+        metrics.EVENTS_HANDLED.labels(kind, "done").inc()
     except Exception:
         # a request whose work raises would raise again: it is logged and not retried
         log.exception("%s work for %s failed", kind, key)
+        metrics.EVENTS_HANDLED.labels(kind, "failed").inc()
     finally:
         REPLAY.reset(token)
         if key and deps.inbox is not None:
