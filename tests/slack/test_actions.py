@@ -1,14 +1,15 @@
-"""Buttons on answers: Resolved (admins), Wrong match (a modal, then feedback), Helpful."""
+"""Buttons on answers: Acknowledge (anyone), Resolved (admins), Wrong match (a modal, then feedback), Helpful."""
 
 from __future__ import annotations
 
 import json
+from datetime import UTC, datetime, timedelta
 
 from sqlalchemy import select
 
 from tests.slack.conftest import ADMIN, ALICE, CHANNEL, KV_ERROR, Env
 from triage_bot.history.models import Feedback
-from triage_bot.slack.blocks import ACTION_HELPFUL, ACTION_RESOLVE, ACTION_WRONG
+from triage_bot.slack.blocks import ACTION_ACK, ACTION_HELPFUL, ACTION_RESOLVE, ACTION_WRONG
 from triage_bot.slack.modals import ACTION_PICK, BLOCK_PICK, WRONG_MATCH_VIEW
 from triage_bot.testing import slack_requests as req
 
@@ -44,6 +45,26 @@ def test_an_admin_resolves_from_the_button_and_the_answer_is_updated_in_place(en
     assert note["elements"][0]["text"].startswith(f":white_check_mark: Resolved by <@{ADMIN}> on ")
     assert env.history.get_incident(1).status == "resolved"
     assert _feedback(env) == [(1, ADMIN, "resolved", None)]
+
+
+def test_acknowledge_records_who_and_when_shows_it_and_fills_the_digests_mtta(env: Env) -> None:
+    post = _posted_answer(env)
+    _click_on(env, post, ACTION_ACK, ALICE)
+    [update] = env.slack.bodies("chat.update")
+    assert update["blocks"][:-2] == post["blocks"][:-1]  # the answer itself is unchanged
+    buttons = [e["action_id"] for e in update["blocks"][-2]["elements"]]
+    assert ACTION_ACK not in buttons and ACTION_RESOLVE in buttons  # Resolved is still there
+    assert update["blocks"][-1]["elements"][0]["text"].startswith(f":eyes: Acknowledged by <@{ALICE}> on ")
+    incident = env.history.get_incident(1)
+    assert (incident.status, incident.acknowledged_by) == ("acknowledged", ALICE)
+    now = datetime.now(UTC)
+    numbers = env.history.digest_numbers(now - timedelta(days=1), now + timedelta(minutes=1))
+    assert numbers.mtta_samples == 1 and numbers.mtta_seconds is not None and numbers.mtta_seconds >= 0
+
+    _click_on(env, post, ACTION_ACK, ADMIN)  # a second click (a stale copy of the message)
+    assert len(env.slack.bodies("chat.update")) == 1
+    assert env.responses()[-1]["text"] == "Incident #1 was already acknowledged."
+    assert env.history.get_incident(1).acknowledged_by == ALICE
 
 
 def test_anyone_else_gets_a_polite_refusal_only_they_see(env: Env) -> None:

@@ -28,7 +28,7 @@ def test_passive_paste_is_answered_in_its_thread_with_the_exact_answer(env: Env)
     assert {"type": "section", "text": {"type": "mrkdwn", "text":
             "```vllm serve &lt;model&gt; --gpu-memory-utilization &lt;util&gt;```"}} in post["blocks"]
     actions = post["blocks"][-1]
-    assert [e["action_id"] for e in actions["elements"]] == ["triage_resolve", "triage_wrong_match", "triage_helpful"]
+    assert [e["action_id"] for e in actions["elements"]] == ["triage_acknowledge", "triage_resolve", "triage_wrong_match", "triage_helpful"]
     assert json.loads(actions["elements"][0]["value"]) == {"i": 1, "s": "vllm.kv_cache_no_memory"}
     [incident] = env.history.history()
     assert (incident.signature_id, incident.target, incident.status) == ("vllm.kv_cache_no_memory", CHANNEL, "open")

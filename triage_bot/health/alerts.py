@@ -12,6 +12,7 @@ Everything shown comes from the engine (names, error text) and is escaped for mr
 
 from __future__ import annotations
 
+import json
 import logging
 from dataclasses import dataclass, field, replace
 from datetime import datetime
@@ -74,6 +75,14 @@ def alert_text(alert: Alert) -> str:
     return _clip(escape(f"{prefix}{alert.message}"), 1000)
 
 
+ACTION_ACK = "triage_acknowledge"  # the Acknowledge button, on alerts and answers (MTTA)
+
+
+def ack_button(incident_id: int) -> dict[str, Any]:
+    return {"type": "button", "action_id": ACTION_ACK, "text": {"type": "plain_text", "text": "Acknowledge"},
+            "value": json.dumps({"i": incident_id}, separators=(",", ":"))}
+
+
 def alert_blocks(alert: Alert) -> list[dict[str, Any]]:
     """Block Kit for an alert, within Slack's limits (section text ≤ 3000, context ≤ 10 elements)."""
     icon = ":white_check_mark:" if alert.resolved_at else SEVERITY_ICON.get(alert.severity, "")
@@ -96,6 +105,8 @@ def alert_blocks(alert: Alert) -> list[dict[str, Any]]:
     if alert.incident_id is not None:
         context.append(f"incident #{alert.incident_id}")
     blocks.append({"type": "context", "elements": [{"type": "mrkdwn", "text": c} for c in context]})
+    if alert.incident_id is not None and not alert.resolved_at:
+        blocks.append({"type": "actions", "block_id": "triage_alert_actions", "elements": [ack_button(alert.incident_id)]})
     return blocks
 
 

@@ -92,7 +92,7 @@ class EngineStatus:
         }
 
 
-def _kb_text(signature_id: str, kind: str, values: dict[str, Any]) -> tuple[str, str, str]:
+def kb_text(signature_id: str, kind: str, values: dict[str, Any]) -> tuple[str, str, str]:
     """(title, recovery, faq) from the knowledge base; the alert still goes out if the KB is unusable."""
     try:
         from triage_bot.answer import render_recovery
@@ -252,7 +252,7 @@ class HealthMonitor:
         engine = self._engine_index()[t.engine]
         if engine.model:
             values.setdefault("model", engine.model)
-        title, recovery, faq = _kb_text(sig, kind, values)
+        title, recovery, faq = kb_text(sig, kind, values)
         inc = OpenIncident(t.state, None, None)
         result = self._record_occurrence(t.finding, kind, t.engine, t.at, inc)
         inc.alert = Alert(
@@ -344,7 +344,7 @@ class HealthMonitor:
             message = f"engine {row.target}: {row.signature_id} (open since {row.first_seen:%Y-%m-%d %H:%M} UTC)"
             self.trackers[row.target].restore_open(state, row.first_seen, message)
             kind = names[row.target].kind
-            title, recovery, faq = _kb_text(row.signature_id, kind, {"engine": row.target, "kind": kind})
+            title, recovery, faq = kb_text(row.signature_id, kind, {"engine": row.target, "kind": kind})
             inc = OpenIncident(state, row.id, Alert(
                 engine=row.target, kind=kind, state=state, signature_id=row.signature_id, title=title,
                 message=message, severity=row.severity, opened_at=row.first_seen, incident_id=row.id,

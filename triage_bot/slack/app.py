@@ -135,6 +135,7 @@ class SlackBot:
     app: App
     deps: Deps
     readiness: Readiness = field(default_factory=Readiness)
+    alertmanager: Any | None = None  # triage_bot.health.alertmanager.AlertmanagerReceiver, with a token
     _stop: threading.Event = field(default_factory=threading.Event)
     _inbox_thread: threading.Thread | None = None
 
@@ -277,6 +278,11 @@ def build(config: SlackConfig, *, triager: Triager | None = None, history: Any |
     )
     register_all(app, deps)
     bot = SlackBot(app, deps)
+    if config.alertmanager_token and history is not None:
+        from triage_bot.health.alertmanager import AlertmanagerReceiver
+        from triage_bot.slack.outputs import SlackNotifier
+
+        bot.alertmanager = AlertmanagerReceiver(history, SlackNotifier(deps.delivery, config.alert_channel), triager)
     if history is not None:
         bot.readiness.add("database", database_check(history))
     bot.readiness.add("slack", deps.delivery.slack_status)

@@ -31,6 +31,7 @@ from triage_bot.blockkit import (  # noqa: F401 - the limits are part of this mo
     MAX_VIEW_BLOCKS,
     limit_problems,
 )
+from triage_bot.health.alerts import ACTION_ACK
 from triage_bot.slack.text import code_safe, escape, truncate
 
 MAX_CONTEXT_TEXT = 2000
@@ -40,11 +41,11 @@ MAX_FALLBACK = 3000
 MAX_TOTAL_TEXT = 11_000
 MORE = "… (cut to fit Slack's message limits)"
 
-ACTION_RESOLVE = "triage_resolve"
+ACTION_RESOLVE = "triage_resolve"  # ACTION_ACK comes from triage_bot.health.alerts (alerts carry it too)
 ACTION_WRONG = "triage_wrong_match"
 ACTION_HELPFUL = "triage_helpful"
 ACTION_POST = "triage_post_to_channel"
-ANSWER_ACTIONS = (ACTION_RESOLVE, ACTION_WRONG, ACTION_HELPFUL)
+ANSWER_ACTIONS = (ACTION_ACK, ACTION_RESOLVE, ACTION_WRONG, ACTION_HELPFUL)
 ALL_ACTIONS = (*ANSWER_ACTIONS, ACTION_POST)
 
 
@@ -177,9 +178,10 @@ def _candidates(candidates: Sequence[Candidate]) -> str:
 
 
 def answer_actions(incident_id: int | None, signature_id: str | None) -> dict[str, Any]:
-    """Resolved · Wrong match · Helpful; the value carries the incident and the signature."""
+    """Acknowledge · Resolved · Wrong match · Helpful; the value carries the incident and the signature."""
     value = {"i": incident_id, "s": signature_id}
     elements = [
+        button("Acknowledge", ACTION_ACK, value),
         button("Resolved", ACTION_RESOLVE, value, "primary"),
         button("Wrong match", ACTION_WRONG, value),
         button("Helpful", ACTION_HELPFUL, value),

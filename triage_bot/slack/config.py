@@ -87,6 +87,7 @@ class SlackConfig:
     inbox_sweep_s: float = 2.0
     max_queue: int = 200  # jobs waiting or running; beyond it a request waits in the inbox
     command: str = "/triage"
+    alertmanager_token: str = ""  # POST /alertmanager: the bearer token (or basic-auth password) it must carry
     shortcut_callback_id: str = "triage_message"
 
     def __post_init__(self) -> None:
@@ -98,6 +99,10 @@ class SlackConfig:
             raise SlackConfigError("SLACK_SIGNING_SECRET is blank")
         if not self.api_url.startswith(("http://", "https://")):
             raise SlackConfigError(f"SLACK_API_URL must be an http(s) URL, got {self.api_url!r}")
+        if self.alertmanager_token and len(self.alertmanager_token) < 16:
+            raise SlackConfigError("TRIAGE_ALERTMANAGER_TOKEN must be at least 16 characters")
+        if self.alertmanager_token and not self.alert_channel:
+            raise SlackConfigError("TRIAGE_ALERTMANAGER_TOKEN needs TRIAGE_ALERT_CHANNEL: where alerts are posted")
         if not self.command.startswith("/"):
             raise SlackConfigError(f"TRIAGE_SLASH_COMMAND must start with '/', got {self.command!r}")
         # slack_sdk joins method names onto the base URL: without the trailing slash the last
@@ -154,4 +159,5 @@ class SlackConfig:
             inbox_sweep_s=_float(env, "TRIAGE_INBOX_SWEEP_S", cls.inbox_sweep_s),
             max_queue=_int(env, "TRIAGE_SLACK_MAX_QUEUE", cls.max_queue),
             command=env.get("TRIAGE_SLASH_COMMAND", "").strip() or cls.command,
+            alertmanager_token=env.get("TRIAGE_ALERTMANAGER_TOKEN", "").strip(),
         )

@@ -1,6 +1,7 @@
 """HTTP mode: `/slack/events` (bolt's WSGI adapter), `/healthz` and `/readyz`, served by waitress;
-`/metrics` (the bot's own Prometheus metrics, triage_bot/metrics.py); in Socket Mode the same
-server carries only the probes and the metrics.
+`/metrics` (the bot's own Prometheus metrics, triage_bot/metrics.py) and `/alertmanager` (the
+webhook receiver, with TRIAGE_ALERTMANAGER_TOKEN); in Socket Mode the same server carries all but
+Slack's endpoint.
 
 Why waitress: the bolt app is synchronous, so a WSGI server is its natural host (an ASGI server
 would run it in a thread pool anyway); waitress is a production server in pure Python with no
@@ -15,6 +16,8 @@ probe can never be slowed by a storm of large pastes.
 
 from __future__ import annotations
 
+import base64
+import hmac
 import json
 import logging
 import re
@@ -33,6 +36,7 @@ EVENTS_PATH = "/slack/events"
 HEALTH_PATH = "/healthz"
 READY_PATH = "/readyz"
 METRICS_PATH = "/metrics"
+ALERTMANAGER_PATH = "/alertmanager"
 MAX_BODY = 5 * 1024 * 1024  # Slack's payloads are far smaller; anything bigger is not from Slack
 CHANNEL_TIMEOUT_S = 10  # Slack sends a request at once; a connection silent this long is closed
 CONNECTION_LIMIT = 1000
@@ -82,11 +86,57 @@ def wsgi_app(bot: SlackBot, events: bool = True) -> Callable[[dict[str, Any], Ca
             body = metrics.exposition()
             start_response("200 OK", [("Content-Type", metrics.CONTENT_TYPE), ("Content-Length", str(len(body)))])
             return [body]
+        if path == ALERTMANAGER_PATH and environ.get("REQUEST_METHOD") == "POST":
+            return _alertmanager(bot, environ, start_response)
         if not events:
             return _refuse(start_response, "404 Not Found", "not found (Socket Mode: events come over the WebSocket)")
         return slack(environ, start_response)
 
     return app
+
+
+def authorized(header: str, token: str) -> bool:
+    """`Bearer <token>`, or basic auth whose password is the token (Alertmanager's http_config)."""
+    scheme, _, credentials = header.partition(" ")
+    if scheme.lower() == "bearer":
+        return hmac.compare_digest(credentials.strip().encode(), token.encode())
+    if scheme.lower() == "basic":
+        try:
+            _, _, password = base64.b64decode(credentials.strip(), validate=True).decode().partition(":")
+        except (ValueError, UnicodeDecodeError):
+            return False
+        return hmac.compare_digest(password.encode(), token.encode())
+    return False
+
+
+def _alertmanager(bot: SlackBot, environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
+    """Alertmanager's webhook: 200 once every alert is recorded (and posted), 5xx so it sends again."""
+    from triage_bot.health.alertmanager import PayloadError, parse_payload
+
+    token = bot.deps.config.alertmanager_token
+    if not token:
+        return _refuse(start_response, "404 Not Found", "not found (set TRIAGE_ALERTMANAGER_TOKEN to receive alerts)")
+    if not authorized(environ.get("HTTP_AUTHORIZATION", ""), token):
+        log.info("refused an Alertmanager notification without the right credentials (401)")
+        return _refuse(start_response, "401 Unauthorized", "invalid credentials")
+    if bot.alertmanager is None:
+        return _refuse(start_response, "503 Service Unavailable", "the incident history is unavailable")
+    try:
+        length = int(environ.get("CONTENT_LENGTH") or 0)
+    except ValueError:
+        length = -1
+    if not 0 < length <= MAX_BODY:
+        return _refuse(start_response, "400 Bad Request", "a JSON body is required")
+    try:
+        alerts = parse_payload(environ["wsgi.input"].read(length))
+    except PayloadError as exc:
+        return _refuse(start_response, "400 Bad Request", str(exc))
+    try:
+        outcome = bot.alertmanager.handle(alerts)
+    except Exception as exc:
+        log.error("an Alertmanager notification could not be handled (it will be sent again): %s", exc)
+        return _refuse(start_response, "503 Service Unavailable", "not handled yet; send it again")
+    return _json(start_response, "200 OK", {"ok": True, **vars(outcome)})
 
 
 class HttpServer:

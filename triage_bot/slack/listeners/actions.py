@@ -1,4 +1,7 @@
-"""The buttons on answers: Resolved, Wrong match, Helpful, and Post to channel.
+"""The buttons on answers: Acknowledge, Resolved, Wrong match, Helpful, and Post to channel.
+
+Acknowledge (on answers and on alerts) records who took the incident and when: the message says
+so for everyone, and the digest's MTTA is built from it. Anyone in the channel may acknowledge.
 
 Every click is recorded in the history as feedback (the digest and the knowledge base's authors
 read it). Resolving changes the incident for everyone, so it is limited to the configured admins;
@@ -18,6 +21,7 @@ from slack_bolt import App
 from slack_sdk import WebClient
 
 from triage_bot.slack.blocks import (
+    ACTION_ACK,
     ACTION_HELPFUL,
     ACTION_POST,
     ACTION_RESOLVE,
@@ -39,6 +43,7 @@ _USER_ID = re.compile(r"^[UW][A-Z0-9]{2,}$")
 
 def register(app: App, deps: Any) -> None:
     for action_id, kind, work in (
+        (ACTION_ACK, "acknowledge", lambda deps, body, client, _ctx: handle_acknowledge(deps, body, client)),
         (ACTION_RESOLVE, "resolve", lambda deps, body, client, _ctx: handle_resolve(deps, body, client)),
         (ACTION_WRONG, "wrong_match", lambda deps, body, client, _ctx: handle_wrong_match(deps, body, client)),
         (ACTION_HELPFUL, "helpful", lambda deps, body, _client, _ctx: handle_helpful(deps, body)),
@@ -105,16 +110,50 @@ def handle_resolve(deps: Any, body: dict[str, Any], client: WebClient) -> None:
     if changed is False:
         _tell(deps, body, f"Incident #{incident} was already resolved.")
         return
-    container = body.get("container") or {}
-    message = body.get("message")
     stamp = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
     note = context(f":white_check_mark: Resolved by {_mention(user)} on {stamp} (incident #{incident})")
-    if message and not container.get("is_ephemeral"):
-        blocks = [b for b in message.get("blocks", []) if b.get("type") != "actions"] + [note]
-        deps.delivery.call("chat.update", client, channel=container.get("channel_id"),
-                           ts=container.get("message_ts"), text=message.get("text", ""), blocks=blocks)
-    else:
+    if not _edit(deps, body, client, note):
         _tell(deps, body, f"Incident #{incident} resolved.", "Its next repeat opens a new incident.")
+
+
+def handle_acknowledge(deps: Any, body: dict[str, Any], client: WebClient) -> None:
+    incident = _incident(deps, body)
+    if incident is None:
+        return
+    from triage_bot.history import IncidentNotFound
+
+    user = _user(body)
+    try:
+        first = deps.history.acknowledge(incident, by=user)
+    except IncidentNotFound:
+        _tell(deps, body, f"Incident #{incident} no longer exists.")
+        return
+    if first is False:
+        _tell(deps, body, f"Incident #{incident} was already acknowledged.")
+        return
+    stamp = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
+    note = context(f":eyes: Acknowledged by {_mention(user)} on {stamp} (incident #{incident})")
+    _edit(deps, body, client, note, drop=ACTION_ACK) or _tell(deps, body, f"Incident #{incident} acknowledged.")
+
+
+def _edit(deps: Any, body: dict[str, Any], client: WebClient, note: dict[str, Any], drop: str | None = None) -> bool:
+    """Add `note` under the clicked message for everyone; without the `drop` button, or all buttons."""
+    container = body.get("container") or {}
+    message = body.get("message")
+    if not message or container.get("is_ephemeral"):
+        return False
+    blocks = []
+    for block in message.get("blocks", []):
+        if block.get("type") == "actions":
+            if drop is None:
+                continue
+            block = {**block, "elements": [e for e in block.get("elements", []) if e.get("action_id") != drop]}
+            if not block["elements"]:
+                continue
+        blocks.append(block)
+    deps.delivery.call("chat.update", client, channel=container.get("channel_id"), ts=container.get("message_ts"),
+                       text=message.get("text", ""), blocks=[*blocks, note])
+    return True
 
 
 def handle_wrong_match(deps: Any, body: dict[str, Any], client: WebClient) -> None:
