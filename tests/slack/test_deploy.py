@@ -9,6 +9,8 @@ from pathlib import Path
 import pytest
 import yaml
 
+from triage_bot.slack.http import HEALTH_PATH
+
 ROOT = Path(__file__).resolve().parents[2]
 SLACK_ENV = {"SLACK_BOT_TOKEN", "SLACK_APP_TOKEN", "SLACK_SIGNING_SECRET", "SLACK_API_URL", "TRIAGE_ADMINS",
              "TRIAGE_ALERT_CHANNEL", "TRIAGE_DIGEST_CHANNEL"}
@@ -23,11 +25,15 @@ def test_compose_runs_the_bot_against_postgres() -> None:
     assert "pg_isready" in " ".join(db["healthcheck"]["test"])
     assert bot["build"] == "."
     assert bot["depends_on"] == {"db": {"condition": "service_healthy"}}
+    assert bot["env_file"] == [{"path": ".env", "required": False}]  # every setting in .env reaches the bot
     env = bot["environment"]
     assert env["DATABASE_URL"].startswith("postgresql://") and "@db:5432/" in env["DATABASE_URL"]
-    assert set(env) >= SLACK_ENV
-    assert all(str(env[name]).startswith("${") for name in SLACK_ENV)  # secrets come from .env, never the file
+    assert not set(env) & SLACK_ENV  # secrets come from .env, never this file
+    example = (ROOT / ".env.example").read_text(encoding="utf-8")
+    assert all(f"\n{name}=" in example for name in SLACK_ENV - {"SLACK_API_URL"})
     assert "3000:3000" in bot["ports"]
+    probe = " ".join(bot["healthcheck"]["test"])
+    assert HEALTH_PATH in probe and ":3000" in probe and env["PORT"] == "3000"
     assert set(compose["volumes"]) == {"pgdata", "spool"}
 
 

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from collections.abc import Callable
 from pathlib import Path
 
@@ -128,3 +131,16 @@ def test_slack_tables_created_before_migrations_are_adopted(empty_url: str) -> N
     command.upgrade(config, "head")
     assert tables(empty_url) == TABLES | {"alembic_version"}
     command.check(config)
+
+
+def test_replicas_that_migrate_at_the_same_time_both_succeed(new_pg_schema, tmp_path: Path) -> None:
+    """A Deployment's pods each run `db upgrade` at start: on PostgreSQL they take turns (an advisory
+    lock), so none fails on a table the other just created."""
+    url = new_pg_schema()
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("TRIAGE_", "DATABASE_URL"))}
+    env |= {"DATABASE_URL": url, "TRIAGE_DATA_DIR": str(tmp_path)}
+    runs = [subprocess.Popen([sys.executable, "-m", "triage_bot", "db", "upgrade"], env=env, cwd=tmp_path,
+                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True) for _ in range(3)]
+    outputs = [run.communicate(timeout=120)[0] for run in runs]
+    assert [run.returncode for run in runs] == [0, 0, 0], outputs
+    assert tables(url) >= TABLES

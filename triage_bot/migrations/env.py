@@ -10,7 +10,7 @@ from __future__ import annotations
 import logging.config
 
 from alembic import context
-from sqlalchemy import Connection
+from sqlalchemy import Connection, text
 
 from triage_bot.history.db import make_engine
 from triage_bot.history.models import Base, UTCDateTime
@@ -62,11 +62,19 @@ def run_migrations_offline() -> None:
         context.run_migrations()
 
 
+def _one_at_a_time(connection: Connection) -> None:
+    """Replicas that start together (a Deployment's pods, each running `db upgrade`) migrate one
+    after the other: the others wait on this lock, then find the schema already at head."""
+    if connection.dialect.name == "postgresql":
+        connection.execute(text("SELECT pg_advisory_xact_lock(hashtext('triage-bot migrations'))"))
+
+
 def run_migrations_online() -> None:
     connection = config.attributes.get("connection")
     if connection is not None:
         _configure(connection)
         with context.begin_transaction():
+            _one_at_a_time(connection)
             context.run_migrations()
         return
     engine = make_engine(config.attributes.get("url") or Settings.from_env().database_url)
@@ -74,6 +82,7 @@ def run_migrations_online() -> None:
         with engine.connect() as connection:
             _configure(connection)
             with context.begin_transaction():
+                _one_at_a_time(connection)
                 context.run_migrations()
     finally:
         engine.dispose()
