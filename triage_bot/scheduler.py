@@ -32,10 +32,10 @@ import socket
 import threading
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta, tzinfo
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, ClassVar, Protocol, Self
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from apscheduler.events import EVENT_JOB_ERROR, EVENT_JOB_MAX_INSTANCES, EVENT_JOB_MISSED, JobEvent
@@ -44,10 +44,12 @@ from apscheduler.schedulers.background import BackgroundScheduler
 from apscheduler.triggers.base import BaseTrigger
 from apscheduler.triggers.cron import CronTrigger
 from apscheduler.triggers.interval import IntervalTrigger
+from pydantic import Field, model_validator
 from sqlalchemy import Column, DateTime, MetaData, String, Table, func
 
 from triage_bot import metrics
 from triage_bot.private_files import PRIVATE, append_private
+from triage_bot.settings import EnvSettings, env
 
 log = logging.getLogger(__name__)
 
@@ -71,29 +73,28 @@ class SchedulerConfigError(ValueError):
     """A scheduler setting that cannot be used; the message names the variable."""
 
 
-@dataclass(frozen=True)
-class SchedulerSettings:
-    check_interval_s: float = 30.0
-    digest_cron: str = "0 9 * * mon"
-    digest_days: int = 7
-    prune_cron: str = "30 3 * * *"
-    timezone: str = "UTC"
-    leader_poll_s: float = 5.0
-    runner_id: str = field(default_factory=lambda: f"{socket.gethostname()}-{os.getpid()}")
+class SchedulerSettings(EnvSettings):
+    """When the scheduled jobs run (triage_bot/settings.py: the one settings system)."""
 
-    def __post_init__(self) -> None:
-        if not 1 <= self.check_interval_s <= 86_400:
-            raise SchedulerConfigError(f"TRIAGE_CHECK_INTERVAL_S must be between 1 and 86400, got {self.check_interval_s}")
-        if not 1 <= self.digest_days <= 92:
-            raise SchedulerConfigError(f"TRIAGE_DIGEST_DAYS must be between 1 and 92, got {self.digest_days}")
-        if not 0.05 <= self.leader_poll_s <= 600:
-            raise SchedulerConfigError(f"TRIAGE_LEADER_POLL_S must be between 0.05 and 600, got {self.leader_poll_s}")
+    error: ClassVar[type[ValueError]] = SchedulerConfigError
+
+    check_interval_s: float = env("TRIAGE_CHECK_INTERVAL_S", 30.0, ge=1, le=86_400)
+    digest_cron: str = env("TRIAGE_DIGEST_CRON", "0 9 * * mon")
+    digest_days: int = env("TRIAGE_DIGEST_DAYS", 7, ge=1, le=92)
+    prune_cron: str = env("TRIAGE_PRUNE_CRON", "30 3 * * *")
+    timezone: str = env("TRIAGE_TIMEZONE", "UTC")
+    leader_poll_s: float = env("TRIAGE_LEADER_POLL_S", 5.0, ge=0.05, le=600)
+    runner_id: str = Field(default_factory=lambda: f"{socket.gethostname()}-{os.getpid()}")
+
+    @model_validator(mode="after")
+    def _check(self) -> Self:
         tz = self.tz
         for name, expr in (("TRIAGE_DIGEST_CRON", self.digest_cron), ("TRIAGE_PRUNE_CRON", self.prune_cron)):
             try:
                 CronTrigger.from_crontab(expr, timezone=tz)
             except ValueError as exc:
                 raise SchedulerConfigError(f"{name}={expr!r}: {exc}") from None
+        return self
 
     @property
     def tz(self) -> tzinfo:
@@ -101,26 +102,6 @@ class SchedulerSettings:
             return ZoneInfo(self.timezone)
         except (ZoneInfoNotFoundError, ValueError):
             raise SchedulerConfigError(f"TRIAGE_TIMEZONE={self.timezone!r} is not a known timezone") from None
-
-    @classmethod
-    def from_env(cls, environ: Mapping[str, str] | None = None) -> SchedulerSettings:
-        env = os.environ if environ is None else environ
-        kwargs: dict[str, Any] = {}
-        for name, attr, kind in (
-            ("TRIAGE_CHECK_INTERVAL_S", "check_interval_s", float),
-            ("TRIAGE_DIGEST_CRON", "digest_cron", str),
-            ("TRIAGE_DIGEST_DAYS", "digest_days", int),
-            ("TRIAGE_PRUNE_CRON", "prune_cron", str),
-            ("TRIAGE_TIMEZONE", "timezone", str),
-            ("TRIAGE_LEADER_POLL_S", "leader_poll_s", float),
-        ):
-            raw = env.get(name, "").strip()
-            if raw:
-                try:
-                    kwargs[attr] = kind(raw)
-                except ValueError:
-                    raise SchedulerConfigError(f"{name}={raw!r}: expected {kind.__name__}") from None
-        return cls(**kwargs)
 
 
 # ---------------------------------------------------------------------- coordination

@@ -1,20 +1,30 @@
-"""Configuration from the environment and an optional `.env` file, in one typed dataclass.
+"""Configuration from the environment and an optional `.env` file: one system (pydantic-settings).
 
-Each field names its environment variable in its metadata, so adding a setting (Slack, engines,
-scheduler) is one new field: `from_env` reads, converts and validates it with the others, and a
-bad value fails at start-up naming the variable instead of half-working later. The environment
-wins over `.env`, so a deployment can override a checked-in development file.
+`EnvSettings` is the base of the core's `Settings`, Slack's `SlackConfig` and the scheduler's
+`SchedulerSettings`. Each field names its environment variable, so adding a setting is one new
+field: `from_env` reads, converts and validates it with the others, and a bad value fails at
+start-up naming the variable instead of half-working later. The environment wins over `.env`, so a
+deployment can override a checked-in development file. `variables()` lists what a class reads;
+a test checks that docs/configuration.md documents every one.
 """
 
 from __future__ import annotations
 
 import os
-import typing
 from collections.abc import Mapping
-from dataclasses import dataclass, field, fields
 from datetime import timedelta
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar, Self
+
+from dotenv import dotenv_values
+from pydantic import Field, ValidationError, model_validator
+from pydantic.fields import FieldInfo
+from pydantic_core import PydanticUndefined
+from pydantic_settings import (
+    BaseSettings,
+    PydanticBaseSettingsSource,
+    SettingsConfigDict,
+)
 
 
 class SettingsError(ValueError):
@@ -24,10 +34,66 @@ class SettingsError(ValueError):
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
 LOG_FORMATS = ("text", "json")
 
+def env(name: str, default: Any = PydanticUndefined, description: str = "", **kwargs: Any) -> Any:
+    """A field read from the environment variable `name` (or `.env`)."""
+    if "default_factory" in kwargs:
+        return Field(validation_alias=name, description=description, **kwargs)
+    return Field(default, validation_alias=name, description=description, **kwargs)
 
-def env_field(name: str, default: Any) -> Any:
-    """A dataclass field read from the environment variable `name`."""
-    return field(default=default, metadata={"env": name})
+
+class EnvSettings(BaseSettings):
+    """The one settings system (pydantic-settings): the core, Slack and the scheduler each declare
+    their fields on a subclass, each field naming its variable. The environment wins over `.env`;
+    empty values count as unset; a bad value raises `error`, whose message names the variable."""
+
+    model_config = SettingsConfigDict(frozen=True, populate_by_name=True, extra="ignore", env_ignore_empty=True,
+                                      env_file_encoding="utf-8")
+    error: ClassVar[type[ValueError]] = SettingsError
+
+    def __init__(self, **values: Any) -> None:
+        try:
+            super().__init__(**values)
+        except ValidationError as exc:
+            raise self.error(self._describe(exc)) from None
+
+    @classmethod
+    def settings_customise_sources(
+        cls, settings_cls: type[BaseSettings], init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource, dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        """Construction reads nothing by itself: `Settings(x=...)` in a test or a library holds what it
+        was given and the defaults; `from_env` is the one place the environment comes in."""
+        return (init_settings,)
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] | None = None, env_file: str | Path | None = ".env") -> Self:
+        """Settings from `environ` (default `os.environ`) over the values in `env_file` (python-dotenv)."""
+        values: dict[str, str | None] = {}
+        if env_file is not None and Path(env_file).is_file():
+            values.update(dotenv_values(env_file, encoding="utf-8"))
+        values.update(os.environ if environ is None else environ)
+        names = cls.variables()
+        return cls(**{k: v.strip() for k, v in values.items() if k in names and v is not None and v.strip()})
+
+    @classmethod
+    def variables(cls) -> dict[str, FieldInfo]:
+        """Every variable this class reads, with its field (docs/configuration.md lists them all)."""
+        return {str(f.validation_alias): f for f in cls.model_fields.values() if isinstance(f.validation_alias, str)}
+
+    @classmethod
+    def _describe(cls, exc: ValidationError) -> str:
+        by_field = {name: str(f.validation_alias or name) for name, f in cls.model_fields.items()}
+        problems = []
+        for error in exc.errors():
+            where = str(error["loc"][0]) if error["loc"] else ""
+            name = by_field.get(where, where)
+            message = str(error.get("ctx", {}).get("error") or error["msg"]).removeprefix("Value error, ")
+            if error["type"] == "value_error" or not name:
+                problems.append(message)
+            else:
+                problems.append(f"{name}={error.get('input')!r}: {message}")
+        return "; ".join(problems)
 
 
 def default_data_dir() -> Path:
@@ -40,96 +106,37 @@ def default_data_dir() -> Path:
     return Path(platformdirs.user_data_dir("triage-bot", appauthor=False))
 
 
-@dataclass(frozen=True)
-class Settings:
-    # Storage (incident history); empty values mean "in data_dir"
-    data_dir: Path = env_field("TRIAGE_DATA_DIR", None)  # noqa: RUF009 a field()
-    database_url: str = env_field("DATABASE_URL", "")
-    dedup_window_hours: float = env_field("TRIAGE_DEDUP_WINDOW_HOURS", 6.0)
-    retention_days: int = env_field("TRIAGE_RETENTION_DAYS", 90)
-    spool_path: Path = env_field("TRIAGE_SPOOL_PATH", None)  # noqa: RUF009 a field()
-    spool_max_records: int = env_field("TRIAGE_SPOOL_MAX_RECORDS", 10_000)
-    spool_max_bytes: int = env_field("TRIAGE_SPOOL_MAX_BYTES", 64 * 1024 * 1024)
-    # Logs (triage_bot/log_redaction.py)
-    log_level: str = env_field("TRIAGE_LOG_LEVEL", "INFO")
-    log_format: str = env_field("TRIAGE_LOG_FORMAT", "text")
+class Settings(EnvSettings):
+    """The core's settings: where the history and the local state live, and the logs."""
 
-    def __post_init__(self) -> None:
+    data_dir: Path | None = env("TRIAGE_DATA_DIR", None)
+    database_url: str = env("DATABASE_URL", "")
+    dedup_window_hours: float = env("TRIAGE_DEDUP_WINDOW_HOURS", 6.0, gt=0)
+    retention_days: int = env("TRIAGE_RETENTION_DAYS", 90, gt=0, le=36_500)
+    spool_path: Path | None = env("TRIAGE_SPOOL_PATH", None)
+    spool_max_records: int = env("TRIAGE_SPOOL_MAX_RECORDS", 10_000, gt=0)
+    spool_max_bytes: int = env("TRIAGE_SPOOL_MAX_BYTES", 64 * 1024 * 1024, gt=0)
+    log_level: str = env("TRIAGE_LOG_LEVEL", "INFO")
+    log_format: str = env("TRIAGE_LOG_FORMAT", "text")
+
+    @model_validator(mode="after")
+    def _fill_and_check(self) -> Self:
         # defaults that depend on data_dir are filled here, so TRIAGE_DATA_DIR moves all of them
-        if self.data_dir is None:
-            object.__setattr__(self, "data_dir", default_data_dir())
+        data_dir = self.data_dir or default_data_dir()
+        self.__dict__["data_dir"] = data_dir
         if not self.database_url.strip():
-            object.__setattr__(self, "database_url", f"sqlite:///{self.data_dir / 'triage-bot.sqlite3'}")
+            self.__dict__["database_url"] = f"sqlite:///{data_dir / 'triage-bot.sqlite3'}"
         if self.spool_path is None:
-            object.__setattr__(self, "spool_path", self.data_dir / "triage-bot.spool.jsonl")
-        positive = {
-            "TRIAGE_DEDUP_WINDOW_HOURS": self.dedup_window_hours,
-            "TRIAGE_RETENTION_DAYS": self.retention_days,
-            "TRIAGE_SPOOL_MAX_RECORDS": self.spool_max_records,
-            "TRIAGE_SPOOL_MAX_BYTES": self.spool_max_bytes,
-        }
-        for name, value in positive.items():
-            if not value > 0:
-                raise SettingsError(f"{name} must be greater than 0, got {value!r}")
+            self.__dict__["spool_path"] = data_dir / "triage-bot.spool.jsonl"
         level = self.log_level.upper()
         if level not in LOG_LEVELS:
             raise SettingsError(f"TRIAGE_LOG_LEVEL must be one of {', '.join(LOG_LEVELS)}, got {self.log_level!r}")
-        object.__setattr__(self, "log_level", level)
+        self.__dict__["log_level"] = level
         if self.log_format.lower() not in LOG_FORMATS:
             raise SettingsError(f"TRIAGE_LOG_FORMAT must be one of {', '.join(LOG_FORMATS)}, got {self.log_format!r}")
-        object.__setattr__(self, "log_format", self.log_format.lower())
-        if self.retention_days > 36_500:
-            raise SettingsError(f"TRIAGE_RETENTION_DAYS must be at most 36500, got {self.retention_days}")
+        self.__dict__["log_format"] = self.log_format.lower()
+        return self
 
     @property
     def dedup_window(self) -> timedelta:
         return timedelta(hours=self.dedup_window_hours)
-
-    @classmethod
-    def from_env(
-        cls, environ: Mapping[str, str] | None = None, env_file: str | Path | None = ".env"
-    ) -> Settings:
-        """Settings from `environ` (default `os.environ`) over the values in `env_file`."""
-        values: dict[str, str] = {}
-        if env_file is not None and Path(env_file).is_file():
-            values.update(read_env_file(Path(env_file)))
-        values.update(os.environ if environ is None else environ)
-        hints = typing.get_type_hints(cls)
-        kwargs: dict[str, Any] = {}
-        for f in fields(cls):
-            name = f.metadata.get("env")
-            if name and values.get(name, "").strip():
-                kwargs[f.name] = _convert(name, values[name].strip(), hints[f.name])
-        return cls(**kwargs)
-
-
-def _convert(name: str, raw: str, kind: Any) -> Any:
-    try:
-        if kind is bool:
-            if raw.lower() in {"1", "true", "yes", "on"}:
-                return True
-            if raw.lower() in {"0", "false", "no", "off"}:
-                return False
-            raise ValueError("expected true/false")
-        if kind in (int, float, Path, str):
-            return kind(raw)
-    except ValueError as exc:
-        raise SettingsError(f"{name}={raw!r}: {exc}") from None
-    return raw  # optional or composite types: the field converts it in __post_init__
-
-
-def read_env_file(path: Path) -> dict[str, str]:
-    """Parse KEY=VALUE lines (optional `export`, quotes and comments), the common `.env` subset."""
-    result: dict[str, str] = {}
-    for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
-        line = line.strip()
-        if not line or line.startswith("#") or "=" not in line:
-            continue
-        key, _, value = line.removeprefix("export ").partition("=")
-        value = value.strip()
-        if len(value) >= 2 and value[0] == value[-1] and value[0] in "'\"":
-            value = value[1:-1]
-        elif " #" in value:
-            value = value.split(" #", 1)[0].rstrip()
-        result[key.strip()] = value
-    return result

@@ -27,8 +27,8 @@ def test_settings_from_the_environment() -> None:
     ({"SLACK_BOT_TOKEN": "not-a-token"}, "SLACK_BOT_TOKEN must be a bot token"),
     ({"SLACK_APP_TOKEN": "xoxb-wrong"}, "SLACK_APP_TOKEN must be an app-level token"),
     ({"SLACK_API_URL": "ftp://x"}, "SLACK_API_URL must be an http"),
-    ({"TRIAGE_FILE_MAX_BYTES": "lots"}, "TRIAGE_FILE_MAX_BYTES='lots': expected an integer"),
-    ({"TRIAGE_SLACK_WORKERS": "0"}, "TRIAGE_SLACK_WORKERS must be at least 1"),
+    ({"TRIAGE_FILE_MAX_BYTES": "lots"}, "TRIAGE_FILE_MAX_BYTES='lots': Input should be a valid integer"),
+    ({"TRIAGE_SLACK_WORKERS": "0"}, "TRIAGE_SLACK_WORKERS='0': Input should be greater than or equal to 1"),
     ({"TRIAGE_REPLY_TO_BOTS": "maybe"}, "TRIAGE_REPLY_TO_BOTS='maybe'"),
 ])
 def test_bad_settings_fail_naming_the_variable(env: dict[str, str], message: str) -> None:

@@ -141,3 +141,25 @@ def test_a_crowd_of_idle_connections_does_not_lock_out_slack_or_the_probe(env: E
             sock.close()
     env.settle()
     assert len(env.posts()) == 1
+
+
+def test_connections_numbered_past_1024_are_served(env: Env) -> None:
+    """A busy process has more than 1,024 descriptors open (1,000 connections are admitted): the
+    server waits with poll(), since select() cannot watch a descriptor numbered 1024 or more."""
+    import os
+    import resource
+
+    soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft < 1500:
+        pytest.skip(f"the descriptor limit here is {soft}")
+    held = [os.open(os.devnull, os.O_RDONLY) for _ in range(1100)]
+    try:
+        assert max(held) >= 1024
+        assert httpx.get(env.server.url + "/healthz", timeout=5).status_code == 200
+        assert env.event(req.message(KV_ERROR, ts="1700000900.000001")).status == 200
+        env.settle()
+    finally:
+        for fd in held:
+            os.close(fd)
+    assert len(env.posts()) == 1
+    assert httpx.get(env.server.url + "/healthz", timeout=5).status_code == 200  # the server is still up

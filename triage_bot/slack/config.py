@@ -1,17 +1,20 @@
-"""Slack settings from the environment, in one frozen dataclass the app factory receives.
+"""Slack's settings: the tokens, the channels, the retries and the inbox, read once at start-up.
 
-Kept apart from `triage_bot.settings` (the storage settings) so the Slack adapter can be configured and
-tested without touching the history's configuration. Every value is read once, at start-up, and
-a bad value fails there naming its variable instead of half-working later.
+A subclass of the one settings system (`triage_bot.settings.EnvSettings`, pydantic-settings), kept
+apart from the core's `Settings` so the Slack adapter can be configured and tested without
+touching the history's configuration. A bad value fails at start-up naming its variable.
 """
 
 from __future__ import annotations
 
 import os
 import socket
-from collections.abc import Mapping
-from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Annotated, Any, ClassVar, Self
+
+from pydantic import BeforeValidator, Field, model_validator
+
+from triage_bot.settings import EnvSettings, env
 
 DEFAULT_API_URL = "https://slack.com/api/"
 
@@ -20,77 +23,55 @@ class SlackConfigError(ValueError):
     """A Slack setting that cannot be used; the message names the variable."""
 
 
-def _float(env: Mapping[str, str], name: str, default: float) -> float:
-    raw = env.get(name, "").strip()
-    if not raw:
-        return default
-    try:
-        value = float(raw)
-    except ValueError:
-        raise SlackConfigError(f"{name}={raw!r}: expected a number of seconds") from None
-    if not 0 <= value <= 60:
-        raise SlackConfigError(f"{name} must be between 0 and 60, got {raw}")
-    return value
+def _ids(raw: Any) -> Any:
+    """`U1,U2` (commas, semicolons or spaces) from the environment; a set from code."""
+    if isinstance(raw, str):
+        return frozenset(part.strip() for part in raw.replace(";", ",").replace(" ", ",").split(",") if part.strip())
+    return raw
 
 
-def _int(env: Mapping[str, str], name: str, default: int, minimum: int = 1) -> int:
-    raw = env.get(name, "").strip()
-    if not raw:
-        return default
-    try:
-        value = int(raw)
-    except ValueError:
-        raise SlackConfigError(f"{name}={raw!r}: expected an integer") from None
-    if value < minimum:
-        raise SlackConfigError(f"{name} must be at least {minimum}, got {value}")
-    return value
+def _replica() -> str:
+    return os.environ.get("HOSTNAME") or socket.gethostname()
 
 
-def _bool(env: Mapping[str, str], name: str, default: bool) -> bool:
-    raw = env.get(name, "").strip().lower()
-    if not raw:
-        return default
-    if raw in {"1", "true", "yes", "on"}:
-        return True
-    if raw in {"0", "false", "no", "off"}:
-        return False
-    raise SlackConfigError(f"{name}={raw!r}: expected true/false")
+Seconds = Annotated[float, Field(ge=0, le=60)]
 
 
-def _ids(raw: str) -> frozenset[str]:
-    return frozenset(part.strip() for part in raw.replace(";", ",").replace(" ", ",").split(",") if part.strip())
+class SlackConfig(EnvSettings):
+    error: ClassVar[type[ValueError]] = SlackConfigError
 
-
-@dataclass(frozen=True)
-class SlackConfig:
-    bot_token: str = ""
-    app_token: str = ""  # xapp-…: Socket Mode
-    signing_secret: str = ""  # HTTP mode
-    api_url: str = DEFAULT_API_URL
-    admins: frozenset[str] = field(default_factory=frozenset)
-    alert_channel: str = ""
-    digest_channel: str = ""
-    file_max_bytes: int = 2 * 1024 * 1024
-    files_per_message: int = 3
-    reply_to_bots: bool = False
-    workers: int = 8  # threads for the slow work after each ack
-    rate_limit_retries: int = 3
-    connection_retries: int = 2
-    server_error_retries: int = 2
-    outbox_interval_s: int = 15
-    timeout_s: int = 10  # each Web API call; a post that timed out is looked for before it is sent again
-    channel_pace_s: float = 1.0  # Slack takes about one message per second per channel
-    replica_id: str = field(default_factory=lambda: os.environ.get("HOSTNAME") or socket.gethostname())
-    inbox_path: str = ""  # the local inbox (used while the database is away); default: beside the spool
-    inbox_lease_s: int = 120  # a claimed request not done by then is run again by any replica
-    inbox_grace_s: int = 30  # a request nobody claimed for this long is run by any replica
-    inbox_sweep_s: float = 2.0
-    max_queue: int = 200  # jobs waiting or running; beyond it a request waits in the inbox
-    command: str = "/triage"
-    alertmanager_token: str = ""  # POST /alertmanager: the bearer token (or basic-auth password) it must carry
+    bot_token: str = env("SLACK_BOT_TOKEN", "", "xoxb-…; without it serve opens the local console")
+    app_token: str = env("SLACK_APP_TOKEN", "", "xapp-…: Socket Mode")
+    signing_secret: str = env("SLACK_SIGNING_SECRET", "", "HTTP mode: verifies every request")
+    api_url: str = env("SLACK_API_URL", DEFAULT_API_URL)
+    admins: Annotated[frozenset[str], BeforeValidator(_ids)] = env("TRIAGE_ADMINS", frozenset())
+    alert_channel: str = env("TRIAGE_ALERT_CHANNEL", "")
+    digest_channel: str = env("TRIAGE_DIGEST_CHANNEL", "")
+    file_max_bytes: int = env("TRIAGE_FILE_MAX_BYTES", 2 * 1024 * 1024, ge=1)
+    files_per_message: int = env("TRIAGE_FILES_PER_MESSAGE", 3, ge=1)
+    reply_to_bots: bool = env("TRIAGE_REPLY_TO_BOTS", False)
+    workers: int = env("TRIAGE_SLACK_WORKERS", 8, ge=1)  # threads for the slow work after each ack
+    rate_limit_retries: int = env("TRIAGE_SLACK_RATE_LIMIT_RETRIES", 3, ge=0)
+    connection_retries: int = env("TRIAGE_SLACK_CONNECTION_RETRIES", 2, ge=0)
+    server_error_retries: int = env("TRIAGE_SLACK_SERVER_ERROR_RETRIES", 2, ge=0)
+    outbox_interval_s: int = env("TRIAGE_OUTBOX_INTERVAL_S", 15, ge=1)
+    # each Web API call; a post that timed out is looked for before it is sent again
+    timeout_s: int = env("TRIAGE_SLACK_TIMEOUT_S", 10, ge=1)
+    # Slack takes about one message per second per channel
+    channel_pace_s: Seconds = env("TRIAGE_SLACK_CHANNEL_PACE_S", 1.0)
+    replica_id: str = env("TRIAGE_REPLICA_ID", default_factory=_replica)
+    inbox_path: str = env("TRIAGE_INBOX_PATH", "")  # the local inbox (used while the database is away)
+    inbox_lease_s: int = env("TRIAGE_INBOX_LEASE_S", 120, ge=1)  # a claimed request not done by then runs again
+    inbox_grace_s: int = env("TRIAGE_INBOX_GRACE_S", 30, ge=1)  # a request nobody claimed this long runs anywhere
+    inbox_sweep_s: Seconds = env("TRIAGE_INBOX_SWEEP_S", 2.0)
+    max_queue: int = env("TRIAGE_SLACK_MAX_QUEUE", 200, ge=1)  # jobs waiting or running; beyond, the inbox
+    command: str = env("TRIAGE_SLASH_COMMAND", "/triage")
+    # POST /alertmanager: the bearer token (or basic-auth password) it must carry
+    alertmanager_token: str = env("TRIAGE_ALERTMANAGER_TOKEN", "")
     shortcut_callback_id: str = "triage_message"
 
-    def __post_init__(self) -> None:
+    @model_validator(mode="after")
+    def _check(self) -> Self:
         if self.bot_token and not self.bot_token.startswith("xox"):
             raise SlackConfigError("SLACK_BOT_TOKEN must be a bot token (xoxb-…)")
         if self.app_token and not self.app_token.startswith("xapp-"):
@@ -108,7 +89,8 @@ class SlackConfig:
         # slack_sdk joins method names onto the base URL: without the trailing slash the last
         # path segment (e.g. /api) would be replaced
         if not self.api_url.endswith("/"):
-            object.__setattr__(self, "api_url", self.api_url + "/")
+            self.__dict__["api_url"] = self.api_url + "/"
+        return self
 
     def local_inbox_path(self, spool_path: Path) -> Path:
         """Where the local inbox lives: TRIAGE_INBOX_PATH, else beside the spool."""
@@ -124,40 +106,3 @@ class SlackConfig:
 
     def is_admin(self, user_id: str | None) -> bool:
         return bool(user_id) and user_id in self.admins
-
-    @classmethod
-    def from_env(cls, environ: Mapping[str, str] | None = None, env_file: str | Path | None = ".env") -> SlackConfig:
-        """Settings from `environ` (default `os.environ`) over those in `env_file`, as `triage_bot.settings` reads them."""
-        env: dict[str, str] = {}
-        if environ is None and env_file is not None and Path(env_file).is_file():
-            from triage_bot.settings import read_env_file
-
-            env.update(read_env_file(Path(env_file)))
-        env.update(os.environ if environ is None else environ)
-        return cls(
-            bot_token=env.get("SLACK_BOT_TOKEN", "").strip(),
-            app_token=env.get("SLACK_APP_TOKEN", "").strip(),
-            signing_secret=env.get("SLACK_SIGNING_SECRET", "").strip(),
-            api_url=env.get("SLACK_API_URL", "").strip() or DEFAULT_API_URL,
-            admins=_ids(env.get("TRIAGE_ADMINS", "")),
-            alert_channel=env.get("TRIAGE_ALERT_CHANNEL", "").strip(),
-            digest_channel=env.get("TRIAGE_DIGEST_CHANNEL", "").strip(),
-            file_max_bytes=_int(env, "TRIAGE_FILE_MAX_BYTES", cls.file_max_bytes),
-            files_per_message=_int(env, "TRIAGE_FILES_PER_MESSAGE", cls.files_per_message),
-            reply_to_bots=_bool(env, "TRIAGE_REPLY_TO_BOTS", cls.reply_to_bots),
-            workers=_int(env, "TRIAGE_SLACK_WORKERS", cls.workers),
-            rate_limit_retries=_int(env, "TRIAGE_SLACK_RATE_LIMIT_RETRIES", cls.rate_limit_retries, 0),
-            connection_retries=_int(env, "TRIAGE_SLACK_CONNECTION_RETRIES", cls.connection_retries, 0),
-            server_error_retries=_int(env, "TRIAGE_SLACK_SERVER_ERROR_RETRIES", cls.server_error_retries, 0),
-            outbox_interval_s=_int(env, "TRIAGE_OUTBOX_INTERVAL_S", cls.outbox_interval_s),
-            timeout_s=_int(env, "TRIAGE_SLACK_TIMEOUT_S", cls.timeout_s, 1),
-            channel_pace_s=_float(env, "TRIAGE_SLACK_CHANNEL_PACE_S", cls.channel_pace_s),
-            replica_id=env.get("TRIAGE_REPLICA_ID", "").strip() or env.get("HOSTNAME", "").strip() or socket.gethostname(),
-            inbox_path=env.get("TRIAGE_INBOX_PATH", "").strip(),
-            inbox_lease_s=_int(env, "TRIAGE_INBOX_LEASE_S", cls.inbox_lease_s),
-            inbox_grace_s=_int(env, "TRIAGE_INBOX_GRACE_S", cls.inbox_grace_s),
-            inbox_sweep_s=_float(env, "TRIAGE_INBOX_SWEEP_S", cls.inbox_sweep_s),
-            max_queue=_int(env, "TRIAGE_SLACK_MAX_QUEUE", cls.max_queue),
-            command=env.get("TRIAGE_SLASH_COMMAND", "").strip() or cls.command,
-            alertmanager_token=env.get("TRIAGE_ALERTMANAGER_TOKEN", "").strip(),
-        )

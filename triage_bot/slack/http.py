@@ -153,7 +153,11 @@ class HttpServer:
         self.server = create_server(wsgi_app(bot, events=events), host=host, port=port, threads=threads, ident="triage-bot",
                                     max_request_body_size=MAX_BODY, clear_untrusted_proxy_headers=True,
                                     channel_timeout=CHANNEL_TIMEOUT_S, cleanup_interval=2,
-                                    connection_limit=CONNECTION_LIMIT, backlog=1024)
+                                    connection_limit=CONNECTION_LIMIT, backlog=1024,
+                                    # poll(), not select(): select cannot watch a descriptor numbered
+                                    # 1024 or more, and 1,000 admitted connections plus the process's
+                                    # own files pass that; the loop would die and close the server
+                                    asyncore_use_poll=True)
         self._thread: threading.Thread | None = None
 
     @property
