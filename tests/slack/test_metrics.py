@@ -4,10 +4,19 @@ events should move it by (deltas, because the counters are process-wide)."""
 from __future__ import annotations
 
 import math
+import shutil
+import subprocess
+from pathlib import Path
+
+import httpx
+import pytest
+import yaml
 
 from tests.slack.conftest import KV_ERROR, Env
 from tests.support.metrics import moved, scrape, value
+from tests.support.replica import free_port
 from triage_bot.testing import slack_requests as req
+from triage_bot.testing.waiting import wait_until
 
 
 def _event(env: Env, ts: str, event_id: str, retry_num: int | None = None) -> None:
@@ -51,3 +60,42 @@ def test_a_gauge_whose_source_is_away_reads_nan_and_the_scrape_still_works(env: 
         assert math.isnan(value(scrape(env.server.url), "triage_outbox_depth", where="database"))
     finally:
         env.bot.watch_metrics()
+
+
+PROMETHEUS = shutil.which("prometheus")
+
+
+@pytest.mark.skipif(PROMETHEUS is None, reason="prometheus is not installed (.ci/run installs it)")
+def test_a_real_prometheus_scrapes_the_bot(env: Env, tmp_path: Path) -> None:
+    target = env.server.url.removeprefix("http://")
+    config = {"global": {"scrape_interval": "1s", "scrape_timeout": "1s"},
+              "scrape_configs": [{"job_name": "triage-bot", "static_configs": [{"targets": [target]}]}]}
+    (tmp_path / "prometheus.yml").write_text(yaml.safe_dump(config), encoding="utf-8")
+    port = free_port()
+    assert PROMETHEUS is not None
+    process = subprocess.Popen(
+        [PROMETHEUS, f"--config.file={tmp_path / 'prometheus.yml'}", f"--storage.tsdb.path={tmp_path / 'tsdb'}",
+         f"--web.listen-address=127.0.0.1:{port}", "--log.level=warn"],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    api = f"http://127.0.0.1:{port}/api/v1"
+
+    def query(expr: str) -> list[dict]:
+        try:
+            response = httpx.get(api + "/query", params={"query": expr}, timeout=2)
+        except httpx.HTTPError:
+            return []
+        return response.json()["data"]["result"] if response.status_code == 200 else []
+
+    try:
+        env.bot.watch_metrics()
+        _event(env, "1700000200.000001", "EvPrometheus1")
+        env.settle()
+        assert wait_until(lambda: [r["value"][1] for r in query('up{job="triage-bot"}')] == ["1"], 60)
+        received = 'triage_events_received_total{job="triage-bot",surface="message"}'
+        assert wait_until(lambda: bool(query(received)) and float(query(received)[0]["value"][1]) >= 1, 30)
+        [health] = httpx.get(api + "/targets", timeout=5).json()["data"]["activeTargets"]
+        assert health["health"] == "up" and health["lastError"] == ""
+    finally:
+        process.terminate()
+        output = process.communicate(timeout=30)[0]
+    assert "level=error" not in output, output[-2000:]
