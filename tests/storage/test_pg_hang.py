@@ -43,3 +43,41 @@ def test_a_database_that_hangs_mid_session_costs_one_deadline(proxied, tmp_path:
     assert proxy.accepted - connections <= 1  # the other 19 failed fast: no new wait on the hung server
     assert len(Spool(tmp_path / "spool.jsonl")) == 20
     engine.dispose()
+
+
+def test_a_late_deadline_never_shuts_a_socket_that_reused_the_connections_number() -> None:
+    """The watchdog keeps the descriptor number of a statement's connection; when the connection is
+    closed before the deadline passes, that number can belong to another socket (in the test suite it
+    was a web server's listening socket, which then closed). The late kill must leave it alone."""
+    import socket
+
+    import psycopg
+
+    from tests.support.postgres_schema import PG_DSN
+    from triage_bot.history.db_guard import connection_killer
+
+    raw = psycopg.connect(PG_DSN)
+    kills: list[int] = []
+    late = connection_killer(raw, lambda: kills.append(1))
+    number = raw.pgconn.socket
+    raw.close()
+    a, b = socket.socketpair()
+    try:
+        assert number in (a.fileno(), b.fileno())  # the number is someone else's now
+        mine, other = (a, b) if a.fileno() == number else (b, a)
+        late()
+        assert kills == []
+        mine.sendall(b"still open")  # a shut socket would raise BrokenPipeError here
+        assert other.recv(16) == b"still open"
+    finally:
+        a.close()
+        b.close()
+
+    live = psycopg.connect(PG_DSN)
+    try:
+        connection_killer(live, lambda: kills.append(1))()  # a live connection past its deadline is cut
+        assert kills == [1]
+        with pytest.raises(psycopg.OperationalError):
+            live.execute("SELECT 1")
+    finally:
+        live.close()

@@ -78,12 +78,42 @@ class _Watchdog:
 _WATCHDOG = _Watchdog()
 
 
+def _socket_of(raw: Any) -> int | None:
+    try:
+        return int(raw.pgconn.socket)
+    except Exception:  # closed: libpq has no socket any more
+        return None
+
+
+def connection_killer(raw: Any, on_kill: Any) -> Any:
+    """What the watchdog runs when a statement on `raw` (a psycopg connection) passes its deadline:
+    shut its socket so the blocked read returns. The descriptor number is taken now; if the
+    connection is closed by the time this runs, the number may belong to another socket (a web
+    server's, say), so nothing is touched."""
+    fileno = _socket_of(raw)
+
+    def kill() -> None:
+        if fileno is None or getattr(raw, "closed", True) or _socket_of(raw) != fileno:
+            return
+        on_kill()
+        sock = socket.socket(fileno=fileno)
+        try:
+            sock.shutdown(socket.SHUT_RDWR)  # the blocked recv() returns; psycopg raises
+        finally:
+            sock.detach()  # the fd still belongs to libpq
+
+    return kill
+
+
 def guard(engine: Engine, deadline_s: float = STATEMENT_DEADLINE_S, down_for_s: float = DOWN_FOR_S) -> None:
     """Give every statement on `engine` a client-side deadline, and fail fast for a while after a hang."""
     state = {"down_until": 0.0}
 
     @event.listens_for(engine, "before_cursor_execute")
     def _arm(conn: Any, cursor: Any, *_args: Any) -> None:
+        stale = conn.info.pop("triage_watchdog", None)
+        if stale is not None:  # a statement whose end was never seen must not fire later
+            _WATCHDOG.disarm(stale)
         conn.info["triage_watchdog"] = _WATCHDOG.arm(deadline_s, killer(conn.connection.dbapi_connection))
 
     @event.listens_for(engine, "after_cursor_execute")
@@ -102,23 +132,11 @@ def guard(engine: Engine, deadline_s: float = STATEMENT_DEADLINE_S, down_for_s: 
             state["down_until"] = max(state["down_until"], time.monotonic() + down_for_s)
 
     def killer(raw: Any) -> Any:
-        try:
-            fileno = raw.pgconn.socket
-        except Exception:  # not psycopg, or the connection is already lost: nothing to stop later
-            fileno = None
-
-        def kill() -> None:
+        def mark_down() -> None:
             log.error("database: no answer within %.0f s; dropping the connection", deadline_s)
             state["down_until"] = time.monotonic() + down_for_s
-            if fileno is None:
-                return
-            sock = socket.socket(fileno=fileno)
-            try:
-                sock.shutdown(socket.SHUT_RDWR)  # the blocked recv() returns; psycopg raises
-            finally:
-                sock.detach()  # the fd still belongs to libpq
 
-        return kill
+        return connection_killer(raw, mark_down)
 
     @event.listens_for(engine, "do_connect")
     def _connect(dialect: Any, _record: Any, cargs: Any, cparams: Any) -> Any:
