@@ -9,7 +9,7 @@ from sqlalchemy import select
 
 from tests.slack.conftest import ADMIN, ALICE, CHANNEL, KV_ERROR, Env
 from triage_bot.history.models import Feedback
-from triage_bot.slack.blocks import ACTION_ACK, ACTION_HELPFUL, ACTION_RESOLVE, ACTION_WRONG
+from triage_bot.slack.blocks import ACTION_ACK, ACTION_DETAILS, ACTION_HELPFUL, ACTION_RESOLVE, ACTION_WRONG
 from triage_bot.slack.modals import ACTION_PICK, BLOCK_PICK, WRONG_MATCH_VIEW
 from triage_bot.testing import slack_requests as req
 
@@ -105,3 +105,15 @@ def test_wrong_match_opens_a_modal_and_records_the_right_signature(env: Env) -> 
     env.settle()
     assert _feedback(env) == [(1, ALICE, "wrong_match", "vllm.engine_core_dead")]
     assert env.responses()[-1]["text"] == "Thanks, recorded. — You said it was `vllm.engine_core_dead`."
+
+
+def test_details_shows_why_and_the_faq_only_to_whoever_asked(env: Env) -> None:
+    post = _posted_answer(env)
+    assert "*Why*" not in json.dumps(post["blocks"])  # the answer itself stays short
+    _click_on(env, post, ACTION_DETAILS, ALICE)
+    [details] = env.responses()
+    assert details["response_type"] == "ephemeral" and details["replace_original"] is False
+    shown = json.dumps(details["blocks"])
+    sig = env.bot.deps.job.triager.kb.get("vllm.kv_cache_no_memory")
+    assert "*Why*" in shown and sig.title in shown
+    assert env.slack.bodies("chat.update") == []  # nothing changes for the others

@@ -29,7 +29,7 @@ def test_an_enormous_answer_is_cut_to_fit_with_a_visible_marker() -> None:
         recovery="\n".join(f"step {n}\n$ vllm serve m --flag-{n} {'x' * 500}" for n in range(80)), faq=long,
         protocol=Protocol(confirm=[long] * 5, collect=[long] * 5, workarounds=[long] * 5, report={"default": long}),
         docs=["https://docs.vllm.ai/x"] * 40, others=[Candidate(f"generic.x{n}", "x", 0.5) for n in range(60)])
-    message = answer_message(answer, incident_id=7)
+    message = answer_message(answer, incident_id=7, notes=[long[:2900]] * 40)  # notes fill what Details does not hold
     assert validate(message.blocks) == []
     assert len(message.blocks) <= MAX_BLOCKS
     assert message.cut and MORE in json.dumps(message.blocks, ensure_ascii=False)
@@ -42,12 +42,17 @@ def test_an_enormous_answer_is_cut_to_fit_with_a_visible_marker() -> None:
     assert len(message.text) <= 3000
 
 
-def test_an_ordinary_answer_is_not_cut() -> None:
-    message = answer_message(Answer(match=_match(), passive=True, engine="vllm", cause="Because.",
-                                    recovery="Do this:\n$ vllm serve m\n$ nvidia-smi\nthen that"))
+def test_an_ordinary_answer_is_not_cut_and_leads_with_the_fix() -> None:
+    message = answer_message(Answer(match=_match(), passive=True, engine="vllm",
+                                    cause="The cache is full. It fills when many long prompts arrive at once.",
+                                    recovery="Do this:\n$ vllm serve m\n$ nvidia-smi\nthen that",
+                                    commands=["vllm serve m", "nvidia-smi"], faq="A long FAQ answer."))
     kinds = [b["type"] for b in message.blocks]
-    assert kinds == ["header", "context", "section", "section", "section", "section", "section", "section", "actions"]
-    assert message.blocks[6]["text"]["text"] == "```vllm serve m\nnvidia-smi```"
+    assert kinds[:4] == ["header", "context", "section", "section"] and kinds[-1] == "actions"
+    assert message.blocks[2]["text"]["text"] == "*Fix*\nDo this:\n```vllm serve m\nnvidia-smi```\nthen that"
+    assert message.blocks[3]["text"]["text"] == "The cache is full."  # one line of cause
+    assert "FAQ" not in json.dumps(message.blocks)  # behind Details
+    assert message.text.startswith("vllm serve m | ")
     assert not message.cut
 
 

@@ -16,7 +16,7 @@ def test_an_attached_log_is_read_and_answered_in_the_thread(env: Env) -> None:
     env.settle()
     [post] = env.posts()
     assert post["thread_ts"] == "1700000000.000500"
-    assert post["text"].startswith("No memory for KV cache blocks")
+    assert "No memory for KV cache blocks (" in post["text"]
     [info] = env.slack.bodies("files.info")
     assert info["file"] == attached["id"]
     [download] = env.slack.calls("download")
@@ -77,4 +77,4 @@ def test_a_paste_with_a_file_combines_both(env: Env) -> None:
                               bot_user_id=env.slack.bot_user_id))
     env.settle()
     [post] = env.posts()
-    assert post["text"].startswith("No memory for KV cache blocks")
+    assert "No memory for KV cache blocks (" in post["text"]

@@ -18,17 +18,20 @@ def test_passive_paste_is_answered_in_its_thread_with_the_exact_answer(env: Env)
     expected = answer_message(env.bot.deps.job.triager.triage(KV_ERROR), incident_id=1)
     assert post["channel"] == CHANNEL
     assert post["thread_ts"] == "1700000000.000100"
-    assert post["text"] == "No memory for KV cache blocks (vllm.kv_cache_no_memory, confidence 97%)"
+    # the notification leads with the command, then says what failed
+    assert post["text"] == ("vllm serve <model> --gpu-memory-utilization <util> | "
+                            "No memory for KV cache blocks (vllm.kv_cache_no_memory, confidence 97%)")
     assert post["blocks"] == expected.blocks
     assert post["link_names"] is False
     assert post["blocks"][0] == {"type": "header", "text": {"type": "plain_text",
                                                             "text": "No memory for KV cache blocks", "emoji": True}}
     assert "`vllm.kv_cache_no_memory`" in json.dumps(post["blocks"][1])
-    # the recovery command is in a code block, its placeholders escaped (not links)
-    assert {"type": "section", "text": {"type": "mrkdwn", "text":
-            "```vllm serve &lt;model&gt; --gpu-memory-utilization &lt;util&gt;```"}} in post["blocks"]
+    # the fix is the third block: the recovery command in a code block, its placeholders escaped (not links)
+    assert post["blocks"][2]["text"]["text"].startswith("*Fix*\n")
+    assert "```vllm serve &lt;model&gt; --gpu-memory-utilization &lt;util&gt;```" in post["blocks"][2]["text"]["text"]
     actions = post["blocks"][-1]
-    assert [e["action_id"] for e in actions["elements"]] == ["triage_acknowledge", "triage_resolve", "triage_wrong_match", "triage_helpful"]
+    assert [e["action_id"] for e in actions["elements"]] == [
+        "triage_acknowledge", "triage_resolve", "triage_wrong_match", "triage_helpful", "triage_details"]
     assert json.loads(actions["elements"][0]["value"]) == {"i": 1, "s": "vllm.kv_cache_no_memory"}
     [incident] = env.history.history()
     assert (incident.signature_id, incident.target, incident.status) == ("vllm.kv_cache_no_memory", CHANNEL, "open")
@@ -56,9 +59,10 @@ def test_mentions_and_templates_in_a_paste_are_echoed_inert(env: Env) -> None:
     raw = json.dumps(post)
     for live in ("<!channel>", "<!here>", "<@U0BOB>", "<!"):
         assert live not in raw
-    matched = post["blocks"][2]["text"]["text"]
+    [matched] = [e["text"] for b in post["blocks"] if b["type"] == "context" for e in b["elements"]
+                 if e["text"].startswith("Matched: ")]
     # live entities become the plain words the reader saw; typed brackets stay escaped
-    assert matched.startswith("*Matched*\n```@channel @here @U0BOB {{7*7}} &lt;!channel&gt; ValueError")
+    assert matched.startswith("Matched: `@channel @here @U0BOB {{7*7}} &lt;!channel&gt; ValueError")
     # the template is never evaluated: no text the reader sees carries its value (ids and
     # timestamps in the payload's metadata are not looked at: they come from the wall clock)
     assert not [text for text in _visible_texts(post) if "49" in text]
@@ -186,7 +190,7 @@ def test_a_100000_character_message_gets_a_clear_answer_within_limits(env: Env) 
     env.settle()
     by_channel = {p["channel"]: p for p in env.posts()}
     answered, unknown = by_channel[CHANNEL], by_channel["D0ALICE"]
-    assert answered["text"].startswith("No memory for KV cache blocks")
+    assert "No memory for KV cache blocks (vllm.kv_cache_no_memory" in answered["text"]
     assert unknown["text"] == "No known signature matched this paste."
     assert "The paste was very long" in json.dumps(unknown["blocks"])
     for post in (answered, unknown):  # the stand-in rejects anything over Slack's limits

@@ -37,7 +37,7 @@ def test_triage_text_is_answered_ephemerally_with_a_post_button(env: Env) -> Non
     assert response == {"response_type": "ephemeral", "replace_original": False, "text": expected.text,
                         "blocks": expected.blocks}
     assert [e["action_id"] for e in response["blocks"][-1]["elements"]] == [
-        "triage_acknowledge", "triage_resolve", "triage_wrong_match", "triage_helpful", ACTION_POST]
+        "triage_acknowledge", "triage_resolve", "triage_wrong_match", "triage_helpful", "triage_details", ACTION_POST]
     assert env.posts() == []  # nothing in the channel until the user asks
 
 
@@ -53,7 +53,7 @@ def test_post_to_channel_posts_what_the_user_saw_and_removes_the_ephemeral(env: 
         {"type": "mrkdwn", "text": f"Shared by <@{ALICE}> from `/triage`"}]}
     assert post["blocks"][1:-1] == response["blocks"][:-1]
     assert [e["action_id"] for e in post["blocks"][-1]["elements"]] == [
-        "triage_acknowledge", "triage_resolve", "triage_wrong_match", "triage_helpful"]
+        "triage_acknowledge", "triage_resolve", "triage_wrong_match", "triage_helpful", "triage_details"]
     assert env.responses()[-1] == {"delete_original": True}
 
 

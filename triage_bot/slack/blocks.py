@@ -32,6 +32,7 @@ from triage_bot.blockkit import (  # noqa: F401 - the limits are part of this mo
     limit_problems,
 )
 from triage_bot.health.alerts import ACTION_ACK
+from triage_bot.redaction import redact
 from triage_bot.slack.text import code_safe, escape, truncate
 
 MAX_CONTEXT_TEXT = 2000
@@ -45,7 +46,8 @@ ACTION_RESOLVE = "triage_resolve"  # ACTION_ACK comes from triage_bot.health.ale
 ACTION_WRONG = "triage_wrong_match"
 ACTION_HELPFUL = "triage_helpful"
 ACTION_POST = "triage_post_to_channel"
-ANSWER_ACTIONS = (ACTION_ACK, ACTION_RESOLVE, ACTION_WRONG, ACTION_HELPFUL)
+ACTION_DETAILS = "triage_details"
+ANSWER_ACTIONS = (ACTION_ACK, ACTION_RESOLVE, ACTION_WRONG, ACTION_HELPFUL, ACTION_DETAILS)
 ALL_ACTIONS = (*ANSWER_ACTIONS, ACTION_POST)
 
 
@@ -145,6 +147,54 @@ class _Budget:
         return blocks + list(tail)
 
 
+def first_sentence(text: str, limit: int = 300) -> str:
+    """One line of cause: the first sentence, whole words, at most `limit` characters."""
+    text = " ".join(text.split())
+    end = next((i + 1 for i, ch in enumerate(text) if ch == "." and (i + 1 == len(text) or text[i + 1] == " ")
+                and i >= 10), len(text))
+    return truncate(text[:end], limit)
+
+
+def code_inline(text: str, limit: int) -> str:
+    return "`" + truncate(code_safe(text.replace("`", "'")), limit) + "`"
+
+
+def fix_section(recovery: str, commands: Sequence[str]) -> dict[str, Any] | None:
+    """The recovery as one section, prose and `$ ` commands in their order; when it is too long for
+    one, the commands alone (the prose is in Details and in the full answer)."""
+    if not recovery.strip():
+        return None
+    parts = [b["text"]["text"] for b in _recovery_blocks(recovery)]
+    text = "*Fix*\n" + "\n".join(parts)
+    if len(text) <= MAX_SECTION:
+        return section(text)
+    commands = list(commands) or [line[2:] for line in recovery.splitlines() if line.startswith("$ ")]
+    if commands:  # a cut code block keeps its closing fence (code_block)
+        return section("*Fix*\n" + code_block(commands, MAX_SECTION - 20))
+    return section(truncate("*Fix*\n" + escape(recovery.strip()), MAX_SECTION, MORE))
+
+
+def details_message(sig: Any, engine: str | None) -> Message:
+    """What the answer leaves behind its Details button: why, the protocol, the FAQ, the docs."""
+    budget = _Budget()
+    budget.add(section(f"*{escape(sig.title)}* (`{escape(sig.id)}`)"))
+    if sig.cause:
+        budget.add(section("*Why*\n" + escape(" ".join(sig.cause.split()))))
+    if sig.protocol:
+        p = sig.protocol
+        for title, items in (("Confirm", p.confirm), ("Collect", p.collect), ("Workarounds", p.workarounds)):
+            if items:
+                budget.add(section(f"*{title}*\n" + "\n".join(f"• {escape(i)}" for i in items)))
+        report = p.report.get(engine or "") or p.report.get("default")
+        if report:
+            budget.add(section("*Upstream report*\n" + escape(report)))
+    if sig.faq:
+        budget.add(section("*FAQ*\n" + escape(" ".join(sig.faq.split()))))
+    if sig.docs:
+        budget.add(context("Docs: " + "  ".join(escape(d) for d in list(sig.docs)[:8])))
+    return Message(text=truncate(f"{sig.title}: details", MAX_FALLBACK), blocks=budget.finish(), cut=budget.cut)
+
+
 def _recovery_blocks(recovery: str) -> list[dict[str, Any]]:
     """Prose lines as text, `$ ` lines grouped into code blocks, in their order."""
     blocks: list[dict[str, Any]] = []
@@ -177,14 +227,15 @@ def _candidates(candidates: Sequence[Candidate]) -> str:
     return "\n".join(f"• `{escape(c.id)}` {escape(c.title)} ({c.confidence:.0%})" for c in candidates)
 
 
-def answer_actions(incident_id: int | None, signature_id: str | None) -> dict[str, Any]:
-    """Acknowledge · Resolved · Wrong match · Helpful; the value carries the incident and the signature."""
+def answer_actions(incident_id: int | None, signature_id: str | None, engine: str | None = None) -> dict[str, Any]:
+    """Acknowledge · Resolved · Wrong match · Helpful · Details; the value carries the incident and the signature."""
     value = {"i": incident_id, "s": signature_id}
     elements = [
         button("Acknowledge", ACTION_ACK, value),
         button("Resolved", ACTION_RESOLVE, value, "primary"),
         button("Wrong match", ACTION_WRONG, value),
         button("Helpful", ACTION_HELPFUL, value),
+        button("Details", ACTION_DETAILS, {**value, "e": engine} if engine else value),
     ]
     return {"type": "actions", "block_id": "triage_answer_actions", "elements": elements}
 
@@ -204,7 +255,7 @@ def answer_message(
     tail: list[dict[str, Any]] = []
     m = answer.match
     if buttons and m is not None:
-        tail.append(answer_actions(incident_id, m.id))
+        tail.append(answer_actions(incident_id, m.id, m.engine))
     budget = _Budget(reserve=len(tail))
     extra = list(notes)  # mrkdwn, escaped by whoever wrote them
     if answer.truncated_input:
@@ -223,41 +274,33 @@ def answer_message(
             budget.add(context(note))
         return Message(text=fallback, blocks=budget.finish(tail), cut=budget.cut)
 
+    # At 3 a.m. the fix comes first: title and confidence, the command (block 3), one line of cause,
+    # the matched line. Why, the protocol, the FAQ and the docs are one click away (Details).
     word = confidence_word(m.confidence)
-    fallback = truncate(f"{m.title} ({m.id}, confidence {m.confidence:.0%})", MAX_FALLBACK)
+    summary = f"{m.title} ({m.id}, confidence {m.confidence:.0%})"
+    fallback = truncate(f"{answer.commands[0]} | {summary}" if answer.commands else summary, MAX_FALLBACK)
     budget.add(header(m.title))
     budget.add(context(f"`{escape(m.id)}`", escape(m.engine), f"severity {escape(m.severity)}",
                        f"confidence {m.confidence:.0%} ({word})"))
+    fix = fix_section(answer.recovery, answer.commands)
+    if fix is not None:
+        budget.add(fix)
+    if answer.cause:
+        budget.add(section(escape(first_sentence(answer.cause))))
+    if m.line:
+        budget.add(context("Matched: " + code_inline(redact(m.line), 400)))
     if repeat is not None:
         budget.add(context(repeat_line(repeat)))
-    if m.line:
-        budget.add(section("*Matched*\n" + code_block([m.line], MAX_SECTION - 20)))
     if answer.note:
         budget.add(section(":warning: " + escape(answer.note)))
     for note in extra:
         budget.add(context(note))
     if answer.family:
         budget.add(context(f"Area from the frames: `{escape(answer.family.id)}` {escape(answer.family.title)}"))
-    if answer.cause:
-        budget.add(section("*Why*\n" + escape(answer.cause)))
-    if answer.recovery:
-        budget.add(section("*Recovery*"))
-        for block in _recovery_blocks(answer.recovery):
-            budget.add(block)
-    if answer.protocol:
-        p = answer.protocol
-        budget.add(section("*Triage protocol*"))
-        for title, items in (("Confirm", p.confirm), ("Collect", p.collect), ("Workarounds", p.workarounds)):
-            budget.add(section(f"*{title}*\n" + "\n".join(f"• {escape(i)}" for i in items)))
-        report = p.report.get(m.engine) or p.report.get("default")
-        if report:
-            budget.add(section("*Upstream report*\n" + escape(report)))
-    if answer.faq:
-        budget.add(section("*FAQ*\n" + escape(answer.faq)))
+    if answer.protocol and not answer.commands:
+        budget.add(section("*Confirm*\n" + "\n".join(f"• {escape(i)}" for i in answer.protocol.confirm[:4])))
     if answer.others:
         budget.add(context("Also in this paste: " + ", ".join(f"`{escape(o.id)}`" for o in answer.others)))
-    if answer.docs:
-        budget.add(context("Docs: " + "  ".join(escape(d) for d in answer.docs[:8])))
     return Message(text=fallback, blocks=budget.finish(tail), cut=budget.cut)
 
 

@@ -1,4 +1,4 @@
-"""The buttons on answers: Acknowledge, Resolved, Wrong match, Helpful, and Post to channel.
+"""The buttons on answers: Acknowledge, Resolved, Wrong match, Helpful, Details and Post to channel.
 
 Acknowledge (on answers and on alerts) records who took the incident and when: the message says
 so for everyone, and the digest's MTTA is built from it. Anyone in the channel may acknowledge.
@@ -22,12 +22,14 @@ from slack_sdk import WebClient
 
 from triage_bot.slack.blocks import (
     ACTION_ACK,
+    ACTION_DETAILS,
     ACTION_HELPFUL,
     ACTION_POST,
     ACTION_RESOLVE,
     ACTION_WRONG,
     Message,
     context,
+    details_message,
     text_message,
     without_share_button,
 )
@@ -47,6 +49,7 @@ def register(app: App, deps: Any) -> None:
         (ACTION_RESOLVE, "resolve", lambda deps, body, client, _ctx: handle_resolve(deps, body, client)),
         (ACTION_WRONG, "wrong_match", lambda deps, body, client, _ctx: handle_wrong_match(deps, body, client)),
         (ACTION_HELPFUL, "helpful", lambda deps, body, _client, _ctx: handle_helpful(deps, body)),
+        (ACTION_DETAILS, "details", lambda deps, body, _client, _ctx: handle_details(deps, body)),
         (ACTION_POST, "post", lambda deps, body, client, _ctx: handle_post(deps, body, client)),
     ):
         accept, lazy = durable(deps, kind, work)
@@ -171,6 +174,20 @@ def handle_helpful(deps: Any, body: dict[str, Any]) -> None:
         return
     deps.history.record_feedback(incident, _user(body), "helpful")
     _tell(deps, body, "Thanks, noted that this answer helped.")
+
+
+def handle_details(deps: Any, body: dict[str, Any]) -> None:
+    """Why, the protocol, the FAQ and the docs, shown only to whoever asked (the answer stays short)."""
+    value = _value(body)
+    sig_id, engine = value.get("s"), value.get("e")
+    sig = deps.job.triager.kb.get(sig_id) if isinstance(sig_id, str) else None
+    if sig is None:
+        _tell(deps, body, "No details for this answer.", "The signature is no longer in the knowledge base.")
+        return
+    url = body.get("response_url")
+    if url:
+        message = details_message(sig, engine if isinstance(engine, str) else None)
+        deps.delivery.respond(url, {"response_type": "ephemeral", "replace_original": False, **message.kwargs()})
 
 
 def handle_post(deps: Any, body: dict[str, Any], client: WebClient) -> None:
