@@ -42,15 +42,18 @@ class HangableProxy:
             threading.Thread(target=self._pump, args=(client, upstream), daemon=True).start()
 
     def _pump(self, a: socket.socket, b: socket.socket) -> None:
-        while not self._stop.is_set():
-            ready, _, _ = select.select([a, b], [], [], 0.2)
-            if self.hanging.is_set():
-                continue  # bytes stay in the buffers: both sides wait for ever
-            for sock in ready:
-                data = sock.recv(65536)
-                if not data:
-                    return
-                (b if sock is a else a).sendall(data)
+        try:
+            while not self._stop.is_set():
+                ready, _, _ = select.select([a, b], [], [], 0.2)
+                if self.hanging.is_set():
+                    continue  # bytes stay in the buffers: both sides wait for ever
+                for sock in ready:
+                    data = sock.recv(65536)
+                    if not data:
+                        return
+                    (b if sock is a else a).sendall(data)
+        except OSError:  # close() shut the sockets under a select() or a recv(): the pump is done
+            return
 
     def close(self) -> None:
         self._stop.set()
