@@ -163,3 +163,12 @@ def test_connections_numbered_past_1024_are_served(env: Env) -> None:
             os.close(fd)
     assert len(env.posts()) == 1
     assert httpx.get(env.server.url + "/healthz", timeout=5).status_code == 200  # the server is still up
+
+
+def test_stop_finishes_even_when_the_loop_closed_its_own_trigger(env: Env) -> None:
+    """If a descriptor of the server fails under it, waitress closes the server and its trigger; a
+    later stop() must still close what is left instead of raising on the closed trigger."""
+    env.server.server.trigger.close()
+    env.server.stop()
+    with pytest.raises(httpx.HTTPError):
+        httpx.get(env.server.url + "/healthz", timeout=2)

@@ -191,7 +191,11 @@ class HttpServer:
                     dispatcher.close()
             closed.set()
 
-        self.server.trigger.pull_trigger(close_all)
+        try:
+            self.server.trigger.pull_trigger(close_all)
+        except OSError as exc:  # the loop already closed its trigger (it saw a descriptor of its own fail)
+            log.warning("the HTTP server had already shut its loop down (%s); closing what is left", exc)
+            close_all()
         closed.wait(timeout)
         self.server.task_dispatcher.shutdown(timeout=timeout)
         self._thread.join(timeout)
