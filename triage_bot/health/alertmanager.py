@@ -76,6 +76,15 @@ class AmAlert:
         return None
 
     @property
+    def severity(self) -> str:
+        return SEVERITIES.get(self.labels.get("severity", "").lower(), "medium")
+
+    @property
+    def summary(self) -> str:
+        """The line the alert message shows, the same on the post and on its resolution edit."""
+        return self.annotations.get("summary") or self.annotations.get("description") or self.name
+
+    @property
     def instance(self) -> str:
         return (self.labels.get("instance") or self.labels.get("pod") or self.labels.get("job") or self.name)[:64]
 
@@ -180,10 +189,9 @@ class AlertmanagerReceiver:
     def _fire(self, am: AmAlert) -> bool:
         from triage_bot.history import Observation
 
-        message = am.annotations.get("summary") or am.annotations.get("description") or am.name
         result = self.store.record(Observation(
             signature_id=self.signature(am), engine=am.engine_kind or "unknown", target=self.target(am),
-            severity=SEVERITIES.get(am.labels.get("severity", "").lower(), "medium"), source="health",
+            severity=am.severity, source="health",
             excerpt=am.text, values={"alertname": am.name, "fingerprint": am.fingerprint}, seen_at=am.starts_at,
             key=f"am-{am.fingerprint}-{int(am.starts_at.timestamp())}"[:64],
         ))
@@ -192,7 +200,7 @@ class AlertmanagerReceiver:
             return bool(getattr(result, "is_new", False))
         if incident_id is not None and self._posted(incident_id) is not None:
             return False  # Alertmanager's repeat of an alert already posted
-        alert = self._alert(am, message, incident_id)
+        alert = self._alert(am, incident_id)
         ref = self.notifier.post(alert)
         if ref is None:
             raise RuntimeError("the alert could not be posted yet")  # a 5xx: Alertmanager sends it again
@@ -208,8 +216,7 @@ class AlertmanagerReceiver:
             return False  # never opened here, or already resolved (a repeated notification)
         ref = self._posted(incident_id)
         if ref is not None and self.notifier is not None:
-            message = am.annotations.get("summary") or am.name
-            alert = self._alert(am, message, incident_id).resolved(am.ends_at or datetime.now(UTC), note)
+            alert = self._alert(am, incident_id).resolved(am.ends_at or datetime.now(UTC), note)
             self.notifier.resolve(ref, alert)
         return True
 
@@ -219,7 +226,7 @@ class AlertmanagerReceiver:
 
     # -- the message ------------------------------------------------------------------------
 
-    def _alert(self, am: AmAlert, message: str, incident_id: int | None) -> Alert:
+    def _alert(self, am: AmAlert, incident_id: int | None) -> Alert:
         """The alert message; with the triage answer attached when it names an engine and a known
         state (a health state, or a failure the triager recognises in the annotations)."""
         from triage_bot.health.monitor import kb_text
@@ -237,6 +244,6 @@ class AlertmanagerReceiver:
             if match is not None and match.confidence >= self.min_confidence:
                 signature_id, title, recovery, faq = match.id, match.title, answer.recovery, answer.faq
         return Alert(engine=am.instance, kind=kind or "alert", state=am.name, signature_id=signature_id,
-                     title=title, message=message, opened_at=am.starts_at, incident_id=incident_id,
-                     severity=SEVERITIES.get(am.labels.get("severity", "").lower(), "medium"),
+                     title=title, message=am.summary, opened_at=am.starts_at, incident_id=incident_id,
+                     severity=am.severity,
                      recovery=recovery, faq=faq, values={"fingerprint": am.fingerprint})

@@ -76,15 +76,6 @@ def _error_of(exc: Exception) -> tuple[str, bool, float | None]:
     return f"{type(exc).__name__}: {exc}", False, None
 
 
-def _error_code(exc: Exception) -> str:
-    """A bounded label: Slack's error code (or HTTP status), else the exception's type."""
-    if isinstance(exc, SlackApiError):
-        response = exc.response
-        error = str(response.get("error", "")) if hasattr(response, "get") else ""
-        return (error or str(getattr(response, "status_code", "")) or "error")[:40]
-    return type(exc).__name__
-
-
 def _timed_out(exc: Exception) -> bool:
     """The call may have reached Slack and landed: the answer was lost, not the request."""
     text = f"{type(exc).__name__} {exc}".lower()
@@ -118,7 +109,9 @@ class Delivery:
             return response
         except Exception as exc:
             error, transient, retry_after = _error_of(exc)
-            metrics.CHAT_API_ERRORS.labels(method, _error_code(exc)).inc()
+            # a bounded label: Slack's error code (or HTTP status), else the exception's type
+            code = error.split(" ", 1)[-1] if isinstance(exc, SlackApiError) else type(exc).__name__
+            metrics.CHAT_API_ERRORS.labels(method, code[:40] or "error").inc()
             if method in POSTS and _timed_out(exc) and (earlier := self.already_posted(kwargs, client)):
                 log.warning("%s timed out but had landed (found by its key): not posted again", method)
                 return earlier

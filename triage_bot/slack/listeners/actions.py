@@ -102,41 +102,43 @@ def handle_resolve(deps: Any, body: dict[str, Any], client: WebClient) -> None:
     incident = _incident(deps, body)
     if incident is None:
         return
-    from triage_bot.history import IncidentNotFound
 
-    try:
+    def resolve() -> bool | None:
         changed = deps.history.resolve(incident, by=user)
         deps.history.record_feedback(incident, user, "resolved")
-    except IncidentNotFound:
-        _tell(deps, body, f"Incident #{incident} no longer exists.")
-        return
-    if changed is False:
-        _tell(deps, body, f"Incident #{incident} was already resolved.")
-        return
-    stamp = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
-    note = context(f":white_check_mark: Resolved by {_mention(user)} on {stamp} (incident #{incident})")
-    if not _edit(deps, body, client, note):
-        _tell(deps, body, f"Incident #{incident} resolved.", "Its next repeat opens a new incident.")
+        return changed
+
+    _change(deps, body, client, incident, resolve, done="resolved",
+            note=f":white_check_mark: Resolved by {_mention(user)}", drop=None,
+            unposted=("Its next repeat opens a new incident.",))
 
 
 def handle_acknowledge(deps: Any, body: dict[str, Any], client: WebClient) -> None:
     incident = _incident(deps, body)
     if incident is None:
         return
+    user = _user(body)
+    _change(deps, body, client, incident, lambda: deps.history.acknowledge(incident, by=user),
+            done="acknowledged", note=f":eyes: Acknowledged by {_mention(user)}", drop=ACTION_ACK)
+
+
+def _change(deps: Any, body: dict[str, Any], client: WebClient, incident: int, apply: Any, *, done: str,
+            note: str, drop: str | None, unposted: tuple[str, ...] = ()) -> None:
+    """Apply a change to the incident (`apply` returns False when it was already made), then show who
+    made it under the clicked message for everyone, or tell the clicker when there is no message."""
     from triage_bot.history import IncidentNotFound
 
-    user = _user(body)
     try:
-        first = deps.history.acknowledge(incident, by=user)
+        changed = apply()
     except IncidentNotFound:
         _tell(deps, body, f"Incident #{incident} no longer exists.")
         return
-    if first is False:
-        _tell(deps, body, f"Incident #{incident} was already acknowledged.")
+    if changed is False:
+        _tell(deps, body, f"Incident #{incident} was already {done}.")
         return
     stamp = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
-    note = context(f":eyes: Acknowledged by {_mention(user)} on {stamp} (incident #{incident})")
-    _edit(deps, body, client, note, drop=ACTION_ACK) or _tell(deps, body, f"Incident #{incident} acknowledged.")
+    if not _edit(deps, body, client, context(f"{note} on {stamp} (incident #{incident})"), drop=drop):
+        _tell(deps, body, f"Incident #{incident} {done}.", *unposted)
 
 
 def _edit(deps: Any, body: dict[str, Any], client: WebClient, note: dict[str, Any], drop: str | None = None) -> bool:
