@@ -92,9 +92,13 @@ class CompiledKB:
         return [self.engine_entries[i] for i in (self.engine_set.Match(prefixed) or ())]
 
     def prefilter(self, line_tokens: set[str], limit: int) -> list[int]:
-        """The choices sharing the rarest words with the candidate lines, best first."""
+        """The choices sharing the rarest words with the candidate lines, best first.
+
+        Words are summed in sorted order and ties go to the earlier choice: a set's order changes
+        with each process's hash seed, and the same paste must get the same answer in every process.
+        """
         scores: dict[int, float] = defaultdict(float)
-        for token in line_tokens:
+        for token in sorted(line_tokens):
             weight = self.idf.get(token)
             if weight is None:
                 continue
@@ -102,7 +106,7 @@ class CompiledKB:
                 scores[choice] += weight
         if not scores:
             return []
-        return sorted(scores, key=scores.__getitem__, reverse=True)[:limit]
+        return sorted(scores, key=lambda choice: (-scores[choice], choice))[:limit]
 
 
 def is_heavy(pattern: str) -> bool:

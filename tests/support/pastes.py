@@ -1,0 +1,49 @@
+"""Pastes for the answer snapshot and the benchmarks: every held-out paste, and big ones built from them.
+
+Big pastes are built from real pieces with a fixed seed, so every run builds the same ones: a
+held-out error placed among real engine logs and discussions (the held-out negatives) until the
+paste reaches the wanted size.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from collections.abc import Iterator
+from pathlib import Path
+
+HOLDOUT = Path(__file__).resolve().parents[1] / "holdout"
+
+
+def rows(kind: str | None = None) -> Iterator[dict]:
+    """Every held-out row (errors, fresh reports, negatives), set by set in a fixed order."""
+    for path in sorted(HOLDOUT.glob("*/*.jsonl")):
+        if kind is not None and path.stem != kind:
+            continue
+        with path.open(encoding="utf-8") as handle:
+            for line in handle:
+                if line.strip():
+                    yield json.loads(line)
+
+
+def distinct_texts() -> list[str]:
+    """Each held-out paste once, in a fixed order."""
+    seen: dict[str, None] = {}
+    for row in rows():
+        seen.setdefault(row["text"], None)
+    return list(seen)
+
+
+def big_pastes(count: int, size: int, seed: int = 7) -> list[str]:
+    """`count` distinct pastes of about `size` characters: one held-out error among real log text."""
+    rng = random.Random(seed)
+    errors = [row["text"] for row in rows("errors")]
+    filler = [row["text"] for row in rows("negatives") if len(row["text"]) > 300]
+    out: list[str] = []
+    for _ in range(count):
+        parts: list[str] = []
+        while sum(map(len, parts)) < size - 2_000:
+            parts.append(rng.choice(filler))
+        parts.insert(rng.randrange(len(parts) + 1), rng.choice(errors))
+        out.append("\n".join(parts)[:size])
+    return out
