@@ -342,8 +342,10 @@ class Matcher:
         """Recognised families and guesses, ranked by `family_rank`, admitted by `family_admission`."""
         sigs = self.c.signatures
         scores = sorted((v[0] for k, v in families.items() if sigs[k].is_family), reverse=True)
-        for sig_index, (score, clues) in sorted(families.items(), key=lambda kv: family_rank(sigs[kv[0]], kv[1][0]),
-                                                reverse=True):
+        # an exact tie goes to the family listed first in the knowledge files, never to the order
+        # in which patterns happened to fire
+        ranked = sorted(families.items(), key=lambda kv: (*family_rank(sigs[kv[0]], kv[1][0]), -kv[0]), reverse=True)
+        for sig_index, (score, clues) in ranked:
             sig = sigs[sig_index]
             if not sig.is_family:
                 continue
