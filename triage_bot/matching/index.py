@@ -73,11 +73,11 @@ class CompiledKB:
 
     def scan(self, text: str) -> list[int]:
         """Indexes of every entry whose regex occurs somewhere in `text`."""
-        return self.patterns.scan(text.encode("utf-8"))
+        return self.patterns.scan(text)
 
     def scan_engines(self, prefixed: str) -> list[Entry]:
         """Engine clues found in the paste, log prefixes included (they name the engine's processes)."""
-        return [self.engine_entries[i] for i in self.engine_patterns.scan(prefixed.encode("utf-8"))]
+        return [self.engine_entries[i] for i in self.engine_patterns.scan(prefixed)]
 
     def prefilter(self, line_tokens: set[str], limit: int) -> list[int]:
         """The choices sharing the rarest words with the candidate lines, best first.

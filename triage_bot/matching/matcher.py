@@ -15,7 +15,6 @@ import re
 from collections import defaultdict
 from dataclasses import dataclass
 
-import numpy as np
 from rapidfuzz import fuzz, process
 
 from triage_bot.kb.schema import AREA_MODEL, ENGINES, Signature
@@ -56,7 +55,9 @@ WEIGHT_LOADING_FUNCTIONS = frozenset({"load_weights", "_load_weights", "weight_l
                                       "load_model", "_load_model", "load_weight", "_load_w13", "_load_w2"})
 WEAK_CONFIDENCE = 0.72  # a failure inferred from context: a good explicit answer, never passive
 FUZZY_STRONG = 88.0  # with the engine agreeing, a fuzzy match this close may be answered unprompted
-PREFILTER_CHOICES = 48
+PREFILTER_CHOICES = 8  # per candidate line: the messages sharing its rarest words
+FUZZY_LINES = 40  # the candidate lines compared, strongest first
+RESEMBLANCE_FLOOR = 60.0  # a fuzzy score at or below this is no resemblance (its confidence is 0)
 FUZZY_FULL_LENGTH = 40.0  # lines shorter than this get proportionally less credit
 
 
@@ -163,33 +164,28 @@ class Matcher:
         return {k: (v, clues[k]) for k, v in scores.items()}
 
     def _fuzzy(self, norm: Normalized) -> dict[int, tuple[float, Line]]:
-        candidates = find_candidates(norm)
-        if not candidates:
-            return {}
-        queries = [mask(c.line.text) for c in candidates]
-        line_tokens: set[str] = set()
-        for q in queries:
-            line_tokens |= tokens(q)
-        chosen = self.c.prefilter(line_tokens, PREFILTER_CHOICES)
-        if not chosen:
-            return {}
-        choices = [self.c.choices[i] for i in chosen]
-        matrix = process.cdist(queries, choices, scorer=fuzz.partial_ratio, workers=1)
-        # partial_ratio finds a short line inside any long message: scale by the shorter length so
-        # that "failed" alone cannot look like a perfect match
-        shorter = np.minimum.outer(
-            np.fromiter((len(q) for q in queries), dtype=np.float32, count=len(queries)),
-            np.fromiter((len(c) for c in choices), dtype=np.float32, count=len(choices)),
-        )
-        matrix = matrix * np.minimum(1.0, shorter / FUZZY_FULL_LENGTH)
+        """For each signature, its best resemblance to a candidate line, above the floor.
+
+        Each line is compared only with the messages that share its rarest words, and rapidfuzz
+        stops early on a pair that cannot reach the floor: a resemblance at or below it gives no
+        confidence, so it is not one.
+        """
         best: dict[int, tuple[float, Line]] = {}
-        for qi, cand in enumerate(candidates):
-            weight_penalty = 0.0 if not cand.wrapper else 15.0
-            row = matrix[qi]
-            for ci, choice_index in enumerate(chosen):
-                score = float(row[ci]) - weight_penalty
-                owner = self.c.choice_owner[choice_index]
-                if score > best.get(owner, (0.0, cand.line))[0]:
+        for cand in find_candidates(norm, FUZZY_LINES):
+            query = mask(cand.line.text)
+            chosen = self.c.prefilter(tokens(query), PREFILTER_CHOICES)
+            if not chosen:
+                continue
+            penalty = 0.0 if not cand.wrapper else 15.0
+            choices = [self.c.choices[i] for i in chosen]
+            for _, raw, position in process.extract(query, choices, scorer=fuzz.partial_ratio,
+                                                    score_cutoff=RESEMBLANCE_FLOOR, limit=None):
+                # partial_ratio finds a short line inside any long message: scale by the shorter
+                # length so that "failed" alone cannot look like a perfect match
+                shorter = min(len(query), len(choices[position]))
+                score = raw * min(1.0, shorter / FUZZY_FULL_LENGTH) - penalty
+                owner = self.c.choice_owner[chosen[position]]
+                if score > RESEMBLANCE_FLOOR and score > best.get(owner, (0.0, cand.line))[0]:
                     best[owner] = (score, cand.line)
         return best
 
@@ -212,7 +208,7 @@ class Matcher:
         Held-out pastes caught only by the fuzzy stage at >= 88 were all right in our measurements,
         and none of the negatives reached it; the engine's agreement is what lifts it to passive.
         """
-        base = max(0.0, min(0.78, (score - 60.0) / 40.0 * 0.78))
+        base = max(0.0, min(0.78, (score - RESEMBLANCE_FLOOR) / 40.0 * 0.78))
         if fit > 0 and score >= FUZZY_STRONG:
             return min(0.85, base + 0.25)
         return base
