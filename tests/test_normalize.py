@@ -63,3 +63,30 @@ def test_cut_traceback_is_recognised() -> None:
     whole = normalize('Traceback (most recent call last):\n  File "/x.py", line 3, in f\n    g()\nValueError: bad')
     assert looks_cut(cut)
     assert not looks_cut(whole)
+
+
+def test_the_middle_of_a_huge_paste_keeps_the_same_lines_as_a_line_by_line_filter() -> None:
+    """The one-pass cut keeps exactly what checking every line's first MAX_LINE characters keeps."""
+    import re
+
+    from tests.support.pastes import big_pastes
+    from triage_bot.text import normalize as n
+
+    words = re.compile(n._MIDDLE_WORDS)
+
+    def line_by_line(text: str) -> str:
+        tail_chars = n.MAX_CHARS - n.HEAD_CHARS
+        head, middle, tail = text[: n.HEAD_CHARS], text[n.HEAD_CHARS : -tail_chars], text[-tail_chars:]
+        kept: list[str] = []
+        for line in middle.split("\n"):
+            if len(kept) >= n.MIDDLE_LINES:
+                break
+            if words.search(line[: n.MAX_LINE]):
+                kept.append(line[: n.MAX_LINE])
+        return "\n".join([head, *kept, tail])
+
+    edge = ("b" * (n.MAX_LINE - 2) + "error\n") * 50 + ("c" * (n.MAX_LINE - 6) + "Error\n") * 3
+    pastes = [*big_pastes(2, 1 << 20, seed=5), "x" * 300_000, "q" * 50_000 + edge + "q" * 200_000,
+              ("TIMED OUT " + "z" * 90 + "\n") * 3_000]
+    for text in pastes:
+        assert n._cut_middle(text) == line_by_line(text)

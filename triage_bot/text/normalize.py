@@ -17,15 +17,16 @@ import unicodedata
 from dataclasses import dataclass
 from typing import NamedTuple
 
+from triage_bot.kb.regex import compile_pattern
+
 MAX_CHARS = 200_000  # larger pastes keep their head, their tail, and the error lines between
 HEAD_CHARS = 40_000
 MIDDLE_LINES = 400  # error-looking lines kept from the part of a huge paste that is cut
 MAX_LINE = 4_000  # a longer line keeps its start and its end: no engine message is that long
 LINE_HEAD = 1_000
 MAX_LINES = 5_000
-_MIDDLE_KEEP = re.compile(
-    r"(?i)error|exception|traceback|fail|fatal|abort|assert|killed|out of memory|timed? ?out|warn"
-)
+_MIDDLE_WORDS = r"(?i)error|exception|traceback|fail|fatal|abort|assert|killed|out of memory|timed? ?out|warn"
+_MIDDLE_KEEP = compile_pattern(_MIDDLE_WORDS)
 
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 _ANSI = re.compile(r"\x1b\[[0-9;?]{0,20}[ -/]{0,3}[@-~]|\x1b[()][0-9A-Za-z]|\^\[\[[0-9;]{0,20}[A-Za-z]|\[[0-9]{1,3}(?:;[0-9]{1,3}){0,4}m")
@@ -190,15 +191,27 @@ def _canonical_level(word: str) -> str:
 
 
 def _cut_middle(text: str) -> str:
-    """Keep a huge paste's head and tail, and the error-looking lines of the middle (bounded)."""
+    """Keep a huge paste's head and tail, and the error-looking lines of the middle (bounded).
+
+    RE2 finds the lines that hold a keep-word in one linear pass (a case-insensitive Python
+    alternation, run line by line, took 81% of the time of a 1 MiB paste); a line is kept when a
+    keep-word lies within its first `MAX_LINE` characters, the part of it that is kept.
+    """
     tail_chars = MAX_CHARS - HEAD_CHARS
     head, middle, tail = text[:HEAD_CHARS], text[HEAD_CHARS:-tail_chars], text[-tail_chars:]
     kept: list[str] = []
-    for line in middle.split("\n"):
-        if len(kept) >= MIDDLE_LINES:
-            break
-        if _MIDDLE_KEEP.search(line[:MAX_LINE]):
-            kept.append(line[:MAX_LINE])
+    line_end = -1
+    for found in _MIDDLE_KEEP.finditer(middle):
+        if found.start() <= line_end:
+            continue  # another keep-word on a line already looked at
+        line_start = middle.rfind("\n", 0, found.start()) + 1
+        line_end = middle.find("\n", found.end())
+        line_end = len(middle) if line_end < 0 else line_end
+        line = middle[line_start:line_end][:MAX_LINE]
+        if _MIDDLE_KEEP.search(line):
+            kept.append(line)
+            if len(kept) >= MIDDLE_LINES:
+                break
     return "\n".join([head, *kept, tail])
 
 
