@@ -20,6 +20,7 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "deterministic"))
 # The bot's local state defaults to the user's data directory; tests (and the processes they start,
 # which inherit this) keep theirs in a temporary one instead of the home directory.
 os.environ.setdefault("TRIAGE_DATA_DIR", tempfile.mkdtemp(prefix="triage-bot-tests-"))
+os.environ.setdefault("TRIAGE_CACHE_DIR", tempfile.mkdtemp(prefix="triage-bot-cache-"))
 
 pytest_plugins = ["tests.support.own_postgres", "tests.support.postgres_schema"]  # own_postgres, pg_schema
 

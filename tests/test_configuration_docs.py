@@ -11,7 +11,9 @@ from triage_bot.slack.config import SlackConfig
 
 DOC = (Path(__file__).resolve().parents[1] / "docs" / "configuration.md").read_text(encoding="utf-8")
 CLASSES: tuple[type[EnvSettings], ...] = (Settings, SlackConfig, SchedulerSettings)
-OTHERS = {"TRIAGE_ENGINES"}  # the engines file's path, read where the file is loaded (triage_bot/health/config.py)
+# the engines file's path, read where the file is loaded (triage_bot/health/config.py), and the
+# knowledge cache, read before any settings (triage_bot/kb/cache.py)
+OTHERS = {"TRIAGE_ENGINES", "TRIAGE_CACHE_DIR"}
 
 
 def test_every_variable_is_documented() -> None:

@@ -16,6 +16,7 @@ import yaml
 from jinja2 import TemplateSyntaxError
 from pydantic import ValidationError
 
+from triage_bot.kb.atoms import Needs, needs
 from triage_bot.kb.regex import RegexError, compile_pattern
 from triage_bot.kb.schema import (
     AREA_CORE,
@@ -168,6 +169,24 @@ class KnowledgeBase:
 
     def __post_init__(self) -> None:
         self.by_id: dict[str, Signature] = {s.id: s for s in self.signatures}
+        self.needs: dict[str, Needs] = {}  # what each pattern needs to match, read once and cached
+
+    def needs_of(self, pattern: str) -> Needs:
+        found = self.needs.get(pattern)
+        if found is None:
+            found = self.needs[pattern] = needs(pattern)
+        return found
+
+    def read_needs(self) -> None:
+        """Read what every pattern needs (200 ms), so that the cached knowledge base holds it."""
+        for info in self.engines.values():
+            for clue in info.detect:
+                self.needs_of(clue.pattern)
+        for sig in self.signatures:
+            for pattern, _ in sig.pattern_specs:
+                self.needs_of(pattern)
+            for evidence in sig.evidence:
+                self.needs_of(evidence.pattern)
 
     def get(self, sig_id: str) -> Signature | None:
         return self.by_id.get(sig_id)
@@ -263,9 +282,23 @@ def _taxonomy_line(path: Path, sig_id: str, index: int) -> int:
     return index + 1
 
 
-def load(directory: Path | None = None) -> KnowledgeBase:
-    """Load the knowledge base or raise KnowledgeBaseError listing every problem."""
-    kb, problems = collect_problems(directory)
-    if kb is None:
-        raise KnowledgeBaseError([p for p in problems if p.level == "error"])
-    return kb
+def load(directory: Path | None = None, *, use_cache: bool = True) -> KnowledgeBase:
+    """Load the knowledge base or raise KnowledgeBaseError listing every problem.
+
+    A knowledge base validated by an earlier process is read from the cache (triage_bot/kb/cache.py);
+    a broken one is never cached, so its problems are raised every time.
+    """
+    directory = Path(directory or DEFAULT_DIR)
+
+    def validated() -> KnowledgeBase:
+        kb, problems = collect_problems(directory)
+        if kb is None:
+            raise KnowledgeBaseError([p for p in problems if p.level == "error"])
+        kb.read_needs()
+        return kb
+
+    if not use_cache or not directory.is_dir():
+        return validated()
+    from triage_bot.kb.cache import cached
+
+    return cached(directory, validated)

@@ -3,9 +3,15 @@
 from __future__ import annotations
 
 import re
+from bisect import bisect_right
+from collections.abc import Callable
 from functools import lru_cache
+from typing import Any, NamedTuple
 
+import ahocorasick
 import re2
+
+from triage_bot.kb.atoms import Needs, needs
 
 _OPTIONS = re2.Options()
 _OPTIONS.log_errors = False
@@ -19,15 +25,10 @@ def compile_pattern(pattern: str) -> re2._Regexp:
     return re2.compile(pattern, _OPTIONS)
 
 
-# RE2's FilteredRE2 keeps its literal atoms in one case-insensitive set; past about a hundred
-# patterns that set's lazy DFA no longer fits its memory and is rebuilt on every new paste.
-# Measured on the 2,079 distinct corpus pastes (first pass / warm, ms a paste): 1,038 patterns in
-# one filter 0.77 / 0.66, chunks of 200 0.48 / 0.33, of 100 0.43 / 0.23, of 50 0.47 / 0.28.
-FILTER_CHUNK = 100
 # A bounded window (`(?s:.){0,1000}?`, `[^\n]{0,60}`) makes RE2's DFA track every position inside
 # it: one such pattern took 16 ms on a 1,100-character paste. The same pattern with the window
-# unbounded matches a superset of texts at DFA speed, so the scan runs that form and checks the
-# bound only where it fired.
+# unbounded matches a superset of texts at DFA speed, so it runs first and the bound is checked
+# only where it matched.
 _WINDOW = re.compile(r"(?<!\\)\{([01]),(\d+)\}")
 WINDOW_LOOSENED = 20
 
@@ -39,37 +40,145 @@ def loosened(pattern: str) -> str:
                        pattern)
 
 
-class PatternScan:
-    """Which of many RE2 patterns occur in a text, each pattern compiled once.
+WHOLE_TEXT = 4096  # a paste this short is searched whole: a search per line would only add calls
+LINES_SEARCHED = 6  # past this many lines holding a pattern's strings, the rest of the text is searched once
 
-    Literal atoms that each pattern needs are found first; only the patterns whose atoms are all
-    there are run (RE2's FilteredRE2). One RE2 `Set` of every pattern does the same in one pass,
-    but its DFA of hundreds of patterns never fits in memory on varied input: on pastes the
-    process has not seen, it costs 8 times as much.
+
+class PatternScan:
+    """Which of many RE2 patterns occur in a text, and where each first matches.
+
+    Every string that some pattern needs (triage_bot/kb/atoms.py) is searched for at once with
+    one Aho-Corasick automaton over the case-folded text; only the patterns whose strings occur
+    are run, and a pattern that cannot span lines is run only on the lines where its strings
+    are. A pattern is compiled the first time it runs: a one-line CLI triage compiles a few
+    dozen of the thousand.
+
+    Measured side by side on the 2,079 distinct corpus pastes, first seen (docs/benchmarks.md):
+    one RE2 `Set` of every pattern, whose lazy DFA never fits in memory on varied text, 3.98 ms
+    a paste at the median; RE2's own literal prefilter (FilteredRE2) the same as this one per
+    paste, but it compiles every pattern at start (160 ms, against 30-40 ms here).
     """
 
-    def __init__(self, patterns: list[str]):
-        self._filters: list[tuple[int, re2.Filter]] = []
-        self.regexes: list[re2._Regexp] = []  # each pattern compiled, for spans and captures
-        self._bounded: dict[int, re2._Regexp] = {}  # patterns scanned in a loosened form
-        for start in range(0, len(patterns), FILTER_CHUNK):
-            chunk = re2.Filter()
-            for index, pattern in enumerate(patterns[start : start + FILTER_CHUNK], start):
-                loose = loosened(pattern)
-                chunk.Add(loose, _OPTIONS)
-                if loose != pattern:
-                    self._bounded[index] = compile_pattern(pattern)
-            chunk.Compile()
-            self._filters.append((start, chunk))
-            for index in range(start, start + len(patterns[start : start + FILTER_CHUNK])):
-                self.regexes.append(self._bounded.get(index) or chunk.re(index - start))
+    def __init__(self, patterns: list[str], needs_of: Callable[[str], Needs] = needs):
+        self.patterns = patterns
+        self._needs = [needs_of(p) for p in patterns]
+        self._always = [i for i, n in enumerate(self._needs) if not n.atoms]
+        self._complete = [(1 << len(n.atoms)) - 1 for n in self._needs]  # a bit per requirement
+        owners: dict[str, list[tuple[int, int]]] = {}
+        for index, need in enumerate(self._needs):
+            for requirement, strings in enumerate(need.atoms):
+                for atom in strings:
+                    owners.setdefault(atom, []).append((index, requirement))
+        self._automaton: Any = None
+        self._owners = list(owners.values())  # atom number -> (pattern, requirement) pairs
+        if owners:
+            self._automaton = ahocorasick.Automaton()
+            for number, atom in enumerate(owners):
+                self._automaton.add_word(atom, (number, len(atom)))
+            self._automaton.make_automaton()
+        self._loose = {i: loosened(p) for i, p in enumerate(patterns) if loosened(p) != p}
 
-    def scan(self, text: str) -> list[int]:
-        """Indexes, in order, of the patterns that occur somewhere in `text`."""
-        data = text.encode("utf-8")
-        found: list[int] = []
-        for start, chunk in self._filters:
-            found.extend(start + i for i in chunk.Match(data) or ())
-        if self._bounded:
-            found = [i for i in found if i not in self._bounded or self._bounded[i].search(text) is not None]
+    def regex(self, index: int) -> re2._Regexp:
+        return compile_pattern(self.patterns[index])
+
+    def scan(self, text: str) -> list[tuple[int, Found]]:
+        """(index, first match) of every pattern that occurs in `text`, in pattern order."""
+        if not text:
+            return []
+        # RE2 runs on UTF-8 bytes and its Python wrapper re-encodes a str on every call (40 us
+        # for 40,000 characters): the text is encoded once, searched as bytes, and only the spans
+        # of the matches found are mapped back to characters
+        lines = _Lines(text)
+        met: dict[int, int] = {}  # pattern -> a bit for each requirement met
+        occurs: dict[int, list[int]] = {}  # pattern -> byte offsets of its first requirement's strings (-1: unknown)
+        if self._automaton is not None:
+            folded = text.casefold()
+            aligned = len(folded) == len(text)  # casefold only ever lengthens: no character moved
+            where: dict[int, list[int]] = {}  # atom number -> character offsets
+            for end, (number, length) in self._automaton.iter(folded):
+                where.setdefault(number, []).append(end - length + 1)
+            localize = len(lines.data) > WHOLE_TEXT
+            for number, starts in where.items():
+                offsets = ([lines.byte_offset(c) for c in starts] if aligned else [-1]) if localize else []
+                for index, requirement in self._owners[number]:
+                    met[index] = met.get(index, 0) | (1 << requirement)
+                    if localize and requirement == 0:
+                        occurs.setdefault(index, []).extend(offsets)
+        candidates = [i for i, bits in met.items() if bits == self._complete[i]]
+        found: list[tuple[int, Found]] = []
+        for index in sorted([*candidates, *self._always]):
+            match = self._first_match(index, lines, occurs.get(index))
+            if match is not None:
+                start, end = match.span()
+                values = {k: v.decode("utf-8", "replace") if v is not None else None for k, v in match.groupdict().items()}
+                found.append((index, Found(lines.char_offset(start), lines.char_offset(end), values)))
         return found
+
+    def _first_match(self, index: int, lines: _Lines, starts: list[int] | None) -> Any:
+        data = lines.data
+        loose = self._loose.get(index)
+        if loose is not None and compile_pattern(loose).search(data) is None:
+            return None
+        regex = self.regex(index)
+        if not starts or -1 in starts or not self._needs[index].one_line:
+            return regex.search(data)
+        starts = sorted(set(starts))
+        first = starts[0]
+        if len(starts) > LINES_SEARCHED:
+            # strings on many lines: one search from the first of them costs less than a call a line
+            return regex.search(data, data.rfind(b"\n", 0, first) + 1)
+        searched: set[int] = set()
+        for start in starts:  # the line of the first occurrence first: the first match
+            line_start = data.rfind(b"\n", 0, start) + 1
+            if line_start in searched:
+                continue
+            searched.add(line_start)
+            line_end = data.find(b"\n", start)
+            match = regex.search(data, line_start, len(data) if line_end < 0 else line_end)
+            if match is not None:
+                return match
+        return None
+
+
+class _Lines:
+    """A text's UTF-8 bytes, with the offsets of its lines in characters and in bytes (for the
+    text that is not ASCII, where the two differ)."""
+
+    def __init__(self, text: str):
+        self.text = text
+        self.data = text.encode("utf-8")
+        self.ascii = len(self.data) == len(text)
+        self._chars: list[int] = []
+        self._bytes: list[int] = []
+        if not self.ascii:
+            chars = bytes_ = 0
+            for line in text.split("\n"):
+                self._chars.append(chars)
+                self._bytes.append(bytes_)
+                chars += len(line) + 1
+                bytes_ += len(line.encode("utf-8")) + 1
+
+    def byte_offset(self, char: int) -> int:
+        if self.ascii:
+            return char
+        line = bisect_right(self._chars, char) - 1
+        start = self._chars[line]
+        return self._bytes[line] + len(self.text[start:char].encode("utf-8"))
+
+    def char_offset(self, byte: int) -> int:
+        if self.ascii:
+            return byte
+        line = bisect_right(self._bytes, byte) - 1
+        start = self._bytes[line]
+        return self._chars[line] + len(self.data[start:byte].decode("utf-8", "replace"))
+
+
+class Found(NamedTuple):
+    """Where a pattern first matched (character offsets) and what its named groups captured."""
+
+    start: int
+    end: int
+    values: dict[str, str | None]  # decoded from the UTF-8 the match was found in
+
+    def span(self) -> tuple[int, int]:
+        return self.start, self.end

@@ -1,9 +1,9 @@
 """Compile a knowledge base once into the structures a paste is scored against.
 
-- A `PatternScan` (RE2's literal prefilter) finds which signature patterns and family clues occur
-  in a paste, running only the patterns whose literal atoms are there; only the patterns that
-  fired are run again to find where they matched and what values they captured. Engine clues have
-  a scan of their own, over the paste with its log prefixes kept.
+- A `PatternScan` (triage_bot/kb/regex.py) finds which signature patterns and family clues occur
+  in a paste, and where each first matches with what it captured, running only the patterns whose
+  literal strings are there. Engine clues have a scan of their own, over the paste with its log
+  prefixes kept.
 - A token index over the signatures' messages and examples prefilters the fuzzy stage: a paste is
   compared only with the examples that share rare words with it, so the fuzzy cost grows with the
   number of *relevant* signatures, not with the size of the knowledge base.
@@ -20,7 +20,7 @@ from typing import Literal
 import re2
 
 from triage_bot.kb.loader import KnowledgeBase
-from triage_bot.kb.regex import PatternScan
+from triage_bot.kb.regex import Found, PatternScan, compile_pattern
 from triage_bot.kb.schema import Signature
 
 EntryKind = Literal["pattern", "evidence", "engine"]
@@ -54,8 +54,12 @@ class Entry:
     owner: int  # signature index, or -1 for engine clues
     engine: str  # engine id for engine clues
     weight: float
-    regex: re2._Regexp
+    pattern: str
     weak: bool = False  # a context-only signature pattern
+
+    @property
+    def regex(self) -> re2._Regexp:
+        return compile_pattern(self.pattern)  # compiled on first use, once per process
 
 
 @dataclass
@@ -71,13 +75,13 @@ class CompiledKB:
     postings: dict[str, list[int]] = field(default_factory=dict)
     idf: dict[str, float] = field(default_factory=dict)
 
-    def scan(self, text: str) -> list[int]:
-        """Indexes of every entry whose regex occurs somewhere in `text`."""
+    def scan(self, text: str) -> list[tuple[int, Found]]:
+        """(index, first match) of every entry whose regex occurs somewhere in `text`."""
         return self.patterns.scan(text)
 
     def scan_engines(self, prefixed: str) -> list[Entry]:
         """Engine clues found in the paste, log prefixes included (they name the engine's processes)."""
-        return [self.engine_entries[i] for i in self.engine_patterns.scan(prefixed)]
+        return [self.engine_entries[i] for i, _ in self.engine_patterns.scan(prefixed)]
 
     def prefilter(self, line_tokens: set[str], limit: int) -> list[int]:
         """The choices sharing the rarest words with the candidate lines, best first.
@@ -98,21 +102,17 @@ class CompiledKB:
 
 
 def compile_kb(kb: KnowledgeBase) -> CompiledKB:
-    clues = [(engine_id, clue) for engine_id, info in kb.engines.items() for clue in info.detect]
-    engine_patterns = PatternScan([clue.pattern for _, clue in clues])
     engine_entries = [
-        Entry("engine", -1, engine_id, clue.weight, regex)
-        for (engine_id, clue), regex in zip(clues, engine_patterns.regexes, strict=True)
+        Entry("engine", -1, engine_id, clue.weight, clue.pattern)
+        for engine_id, info in kb.engines.items()
+        for clue in info.detect
     ]
-    specs: list[tuple[EntryKind, int, float, str, bool]] = []
+    entries: list[Entry] = []
     for index, sig in enumerate(kb.signatures):
-        specs.extend(("pattern", index, 1.0, pattern, weak) for pattern, weak in sig.pattern_specs)
-        specs.extend(("evidence", index, clue.weight, clue.pattern, False) for clue in sig.evidence)
-    patterns = PatternScan([spec[3] for spec in specs])
-    entries = [
-        Entry(kind, index, "", weight, regex, weak)
-        for (kind, index, weight, _, weak), regex in zip(specs, patterns.regexes, strict=True)
-    ]
+        entries.extend(Entry("pattern", index, "", 1.0, pattern, weak) for pattern, weak in sig.pattern_specs)
+        entries.extend(Entry("evidence", index, "", clue.weight, clue.pattern) for clue in sig.evidence)
+    patterns = PatternScan([e.pattern for e in entries], kb.needs_of)
+    engine_patterns = PatternScan([e.pattern for e in engine_entries], kb.needs_of)
 
     choices: list[str] = []
     owner: list[int] = []

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 from rapidfuzz import fuzz, process
 
+from triage_bot.kb.regex import Found as Fired
 from triage_bot.kb.schema import AREA_MODEL, ENGINES, Signature
 from triage_bot.matching.areas import Areas, deciding
 from triage_bot.matching.exceptions import area_of_object, missing_submodule, read_exception, version_skew
@@ -137,30 +138,27 @@ class Matcher:
         return (sig.engine in ENGINES and not sig.wrapper and not sig.is_family and not sig.needs_engine
                 and any(not h.weak for h in sig_hits))
 
-    def _hits(self, norm: Normalized, fired: list[int]) -> dict[int, list[Hit]]:
+    def _hits(self, norm: Normalized, fired: list[tuple[int, Fired]]) -> dict[int, list[Hit]]:
         hits: dict[int, list[Hit]] = defaultdict(list)
-        for i in fired:
+        for i, found in fired:
             entry = self.c.entries[i]
             if entry.kind != "pattern":
                 continue
-            found = entry.regex.search(norm.text)
-            if found is None:
-                continue
             start, end = found.span()
-            values = {k: v for k, v in found.groupdict().items() if v is not None}
+            values = {k: v for k, v in found.values.items() if v is not None}
             hits[entry.owner].append(
                 Hit(entry.owner, norm.line_at(start), start, end - start, values, entry.weak)
             )
         return hits
 
-    def _family_scores(self, norm: Normalized, fired: list[int]) -> dict[int, tuple[float, list[str]]]:
+    def _family_scores(self, norm: Normalized, fired: list[tuple[int, Fired]]) -> dict[int, tuple[float, list[str]]]:
         scores: dict[int, float] = defaultdict(float)
         clues: dict[int, list[str]] = defaultdict(list)
-        for i in fired:
+        for i, _ in fired:
             entry = self.c.entries[i]
             if entry.kind == "evidence":
                 scores[entry.owner] += entry.weight
-                clues[entry.owner].append(entry.regex.pattern)
+                clues[entry.owner].append(entry.pattern)
         return {k: (v, clues[k]) for k, v in scores.items()}
 
     def _fuzzy(self, norm: Normalized) -> dict[int, tuple[float, Line]]:
@@ -220,8 +218,8 @@ class Matcher:
         if norm.log_sources:
             # the files named in log prefixes are family evidence too (a frame the logger printed)
             sources = "\n".join(f"log source: {name}" for name in norm.log_sources)
-            seen = set(fired)
-            fired += [i for i in self.c.scan(sources) if i not in seen and self.c.entries[i].kind == "evidence"]
+            seen = {i for i, _ in fired}
+            fired += [(i, m) for i, m in self.c.scan(sources) if i not in seen and self.c.entries[i].kind == "evidence"]
         hits = self._hits(norm, fired)
         engine, engine_scores = self._detect_engine(norm, hits)
         gvalues = global_values(norm.text)
