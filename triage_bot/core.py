@@ -8,13 +8,20 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
-from triage_bot import metrics
 from triage_bot.answer import Answer, build_answer
 from triage_bot.kb.loader import KnowledgeBase, load
 from triage_bot.matching.index import compile_kb
 from triage_bot.matching.matcher import Matcher, MatchResult
+
+# What watches the core: the serving process's metrics (triage_bot/metrics.py) register here when
+# imported, so a one-line CLI triage does not import a metrics library (56 ms of its start).
+MatchWatcher = Callable[[float], None]  # seconds one match took
+AnswerWatcher = Callable[[Answer], None]
+match_watchers: list[MatchWatcher] = []
+answer_watchers: list[AnswerWatcher] = []
 
 
 class Triager:
@@ -33,12 +40,14 @@ class Triager:
         try:
             return self.matcher.match(text)
         finally:
-            metrics.MATCH_SECONDS.observe(time.perf_counter() - started)
+            elapsed = time.perf_counter() - started
+            for watcher in match_watchers:
+                watcher(elapsed)
 
     def triage(self, text: str | bytes) -> Answer:
         answer = build_answer(self.match(text))
-        m = answer.match
-        metrics.ANSWERS.labels(m.tier if m else "none", metrics.confidence_band(m.confidence if m else None)).inc()
+        for watcher in answer_watchers:
+            watcher(answer)
         return answer
 
 

@@ -24,6 +24,9 @@ from prometheus_client import (
     generate_latest,
 )
 
+from triage_bot import core
+from triage_bot.answer import Answer
+
 log = logging.getLogger(__name__)
 
 REGISTRY = CollectorRegistry()
@@ -82,6 +85,15 @@ def _safe(read: Callable[[], float]) -> Callable[[], float]:
 def watch(gauge: Gauge, read: Callable[[], float], **labels: str) -> None:
     """Read `gauge` from `read()` at each scrape (the last object to call this is the one shown)."""
     (gauge.labels(**labels) if labels else gauge).set_function(_safe(read))
+
+
+def _count_answer(answer: Answer) -> None:
+    m = answer.match
+    ANSWERS.labels(m.tier if m else "none", confidence_band(m.confidence if m else None)).inc()
+
+
+core.match_watchers.append(MATCH_SECONDS.observe)
+core.answer_watchers.append(_count_answer)
 
 
 def exposition() -> bytes:

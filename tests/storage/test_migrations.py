@@ -144,3 +144,28 @@ def test_replicas_that_migrate_at_the_same_time_both_succeed(new_pg_schema, tmp_
     outputs = [run.communicate(timeout=120)[0] for run in runs]
     assert [run.returncode for run in runs] == [0, 0, 0], outputs
     assert tables(url) >= TABLES
+
+
+def test_the_head_read_from_the_files_is_alembics() -> None:
+    from alembic.script import ScriptDirectory
+
+    from triage_bot.history.migrate import MIGRATIONS, head_revision
+
+    config = Config()
+    config.set_main_option("script_location", str(MIGRATIONS))
+    assert head_revision() == ScriptDirectory.from_config(config).get_current_head()
+
+
+def test_a_current_database_is_not_migrated_again(empty_url: str) -> None:
+    """A CLI call that records checks the revision row; Alembic (0.4 s to import) runs only when behind."""
+    from triage_bot.history.migrate import current_revision, ensure_upgraded, head_revision
+
+    assert current_revision(empty_url) is None
+    ensure_upgraded(empty_url)
+    assert current_revision(empty_url) == head_revision()
+    probe = (
+        "import sys; from triage_bot.history.migrate import ensure_upgraded; "
+        f"ensure_upgraded({empty_url!r}); print('alembic' in sys.modules)"
+    )
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True, timeout=120)
+    assert out.stdout.strip() == "False"

@@ -21,10 +21,10 @@ def record_cli_answer(answer: Answer) -> None:
     m = answer.match
     try:
         from triage_bot.history import Observation, open_store
-        from triage_bot.history.migrate import upgrade
+        from triage_bot.history.migrate import ensure_upgraded
         from triage_bot.settings import Settings
 
-        upgrade(Settings.from_env().database_url)
+        ensure_upgraded(Settings.from_env().database_url)
         store = open_store()
         result = store.record(
             Observation(

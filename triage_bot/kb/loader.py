@@ -12,7 +12,6 @@ from importlib.resources import files
 from pathlib import Path
 from typing import Any
 
-import yaml
 from jinja2 import TemplateSyntaxError
 from pydantic import ValidationError
 
@@ -55,36 +54,6 @@ class KnowledgeBaseError(Exception):
         super().__init__("\n".join(str(p) for p in problems))
 
 
-class _LineDict(dict):
-    """A mapping that remembers the line of each key, so errors can point into the file."""
-
-    start_line: int = 0
-    key_lines: dict[str, int]
-
-
-class _LineLoader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # libyaml when available
-    pass
-
-
-def _construct_mapping(loader: _LineLoader, node: yaml.MappingNode) -> _LineDict:
-    loader.flatten_mapping(node)
-    result = _LineDict()
-    result.start_line = node.start_mark.line + 1
-    result.key_lines = {}
-    for key_node, value_node in node.value:
-        key = loader.construct_object(key_node, deep=True)
-        if key in result:
-            raise yaml.constructor.ConstructorError(
-                None, None, f"duplicate key {key!r}", key_node.start_mark
-            )
-        result[key] = loader.construct_object(value_node, deep=True)
-        result.key_lines[key] = key_node.start_mark.line + 1
-    return result
-
-
-_LineLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
-
-
 def _line_for(data: Any, loc: tuple[Any, ...]) -> int:
     """Walk a pydantic error location through the raw YAML and return the closest line."""
     line = getattr(data, "start_line", 1)
@@ -117,16 +86,20 @@ class LoadedFile:
 
 
 def _load_file(path: Path, model_cls: type) -> LoadedFile:
+    import yaml  # only when the cache misses: 15 ms of every start otherwise
+
+    from triage_bot.kb.yaml_lines import LineDict, LineLoader
+
     name = path.name
     try:
-        raw = yaml.load(path.read_text(encoding="utf-8"), Loader=_LineLoader)
+        raw = yaml.load(path.read_text(encoding="utf-8"), Loader=LineLoader)
     except yaml.MarkedYAMLError as exc:
         line = exc.problem_mark.line + 1 if exc.problem_mark else 1
         return LoadedFile(path, None, None, [Problem(name, line, f"YAML: {exc.problem or exc}")])
     except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
         return LoadedFile(path, None, None, [Problem(name, 1, f"cannot read: {exc}")])
     if raw is None:
-        raw = _LineDict()
+        raw = LineDict()
     try:
         model = model_cls.model_validate(raw)
     except ValidationError as exc:

@@ -1,0 +1,20 @@
+"""A one-line triage starts light: the knowledge cache, and no library it does not need."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+PROBE = (
+    "import sys; from triage_bot.core import triage; "
+    "answer = triage('torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB'); "
+    "print(answer.match.id, *sorted(m for m in ('yaml', 'prometheus_client', 'alembic', 'sqlalchemy', 'numpy') "
+    "if m in sys.modules))"
+)
+
+
+def test_a_triage_from_a_warm_cache_imports_no_yaml_metrics_or_database() -> None:
+    runs = [subprocess.run([sys.executable, "-c", PROBE], capture_output=True, text=True, check=True, timeout=120)
+            for _ in range(2)]
+    assert runs[0].stdout.split()[0] == "generic.cuda_oom"
+    assert runs[1].stdout.split() == ["generic.cuda_oom"]  # the first run filled the cache
