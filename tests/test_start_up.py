@@ -18,3 +18,16 @@ def test_a_triage_from_a_warm_cache_imports_no_yaml_metrics_or_database() -> Non
             for _ in range(2)]
     assert runs[0].stdout.split()[0] == "generic.cuda_oom"
     assert runs[1].stdout.split() == ["generic.cuda_oom"]  # the first run filled the cache
+
+
+def test_warming_compiles_every_pattern_before_the_first_paste() -> None:
+    from triage_bot.core import Triager
+    from triage_bot.kb.loader import load
+    from triage_bot.kb.regex import compile_pattern
+
+    triager = Triager(load())
+    assert triager.warm() > 500  # every signature's examples and messages
+    before = compile_pattern.cache_info().misses
+    triager.match("(EngineCore_DP0 pid=1) ERROR 05-13 10:46:43 [core.py:1] RuntimeError: CUDA error: an illegal "
+                  "memory access was encountered\nValueError: No available memory for the cache blocks.")
+    assert compile_pattern.cache_info().misses == before

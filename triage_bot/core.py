@@ -31,6 +31,17 @@ class Triager:
         self.kb = kb
         self.matcher = Matcher(compile_kb(kb))
 
+    def warm(self) -> int:
+        """Compile every pattern and match every signature's own examples once, so the first real
+        pastes a long-running process sees do not pay for compiling (patterns compile on first use,
+        which suits a one-shot CLI call) or for RE2's first DFA states. Returns the pastes matched."""
+        for entry in (*self.matcher.c.entries, *self.matcher.c.engine_entries):
+            entry.regex  # noqa: B018 - compiled and cached on first access
+        examples = [text for sig in self.kb.signatures for text in (*sig.examples, *sig.messages)]
+        for text in examples:
+            self.matcher.match(text)
+        return len(examples)
+
     @classmethod
     def from_directory(cls, directory: Path | None = None) -> Triager:
         return cls(load(directory))

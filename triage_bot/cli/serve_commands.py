@@ -47,6 +47,15 @@ def _start_scheduler(bot: Any) -> object | None:
         return None
 
 
+def _warm_in_background() -> None:
+    """Compile the knowledge base's patterns while the first connection is made (about 1 s)."""
+    import threading
+
+    from triage_bot.core import default_triager
+
+    threading.Thread(target=default_triager().warm, name="triage-warm", daemon=True).start()
+
+
 @click.command()
 @click.option("--http", "http_mode", is_flag=True, help="Serve Slack's HTTP endpoints (/slack/events, /healthz).")
 @click.option("--port", default=3000, show_default=True, envvar="PORT",
@@ -95,6 +104,7 @@ def serve(http_mode: bool, port: int, host: str, force_console: bool, migrate: b
     except SlackConfigError as exc:
         raise click.ClickException(str(exc)) from None
     bot.start_sweepers()
+    _warm_in_background()
     scheduler = _start_scheduler(bot) if with_scheduler else None
     if with_scheduler:
         from triage_bot.readiness import scheduler_check
