@@ -72,7 +72,7 @@ MINI_FAMILY = textwrap.dedent(
         severity: medium
         evidence:
           - {pattern: 'lora/', weight: 1.0}
-        examples: ["File \\"vllm/lora/models.py\\", line 1", "lora adapter failed"]
+        examples: ["File \\"vllm/lora/models.py\\", line 1", "File \\"vllm/lora/worker_manager.py\\", line 9"]
         cause: A LoRA adapter failed to load or apply in the engine.
         recovery: "$ vllm serve m  # without --enable-lora"
         protocol:

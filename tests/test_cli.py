@@ -159,3 +159,20 @@ def test_info_prints_every_location_and_creates_none(tmp_path, monkeypatch) -> N
     assert "hunter2hunter2" not in found["database"] and "@db:5432/triage" in found["database"]
     assert Path(found["knowledge"], "vllm.yaml").is_file() and Path(found["migrations"], "env.py").is_file()
     assert list(tmp_path.iterdir()) == []  # printing a path brings nothing into being
+
+
+def test_kb_lint_fails_on_an_example_another_signature_takes(tmp_path: Path) -> None:
+    from tests.conftest import MINI_ENGINE, write_kb
+
+    mine = write_kb(tmp_path / "good")
+    assert CliRunner().invoke(cli, ["kb", "lint", "--quiet", "--directory", str(mine)]).exit_code == 0
+    # the KV-cache signature gets an example that is really the EngineDeadError wrapper
+    misfiled = MINI_ENGINE.replace('      - "ValueError: No available memory for the cache blocks."\n',
+                                   '      - "ValueError: No available memory for the cache blocks."\n'
+                                   '      - "vllm.v1.engine.exceptions.EngineDeadError: EngineCore died"\n')
+    assert misfiled != MINI_ENGINE
+    broken = write_kb(tmp_path / "bad", **{"vllm.yaml": misfiled})
+    result = CliRunner().invoke(cli, ["kb", "lint", "--quiet", "--directory", str(broken)])
+    assert result.exit_code == 1
+    assert "vllm.kv_cache_no_memory: example 'vllm.v1.engine.exceptions.EngineDeadError" in result.output
+    assert "matches vllm.engine_core_dead" in result.output

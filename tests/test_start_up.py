@@ -31,3 +31,14 @@ def test_warming_compiles_every_pattern_before_the_first_paste() -> None:
     triager.match("(EngineCore_DP0 pid=1) ERROR 05-13 10:46:43 [core.py:1] RuntimeError: CUDA error: an illegal "
                   "memory access was encountered\nValueError: No available memory for the cache blocks.")
     assert compile_pattern.cache_info().misses == before
+
+
+def test_warming_stops_when_asked() -> None:
+    import threading
+
+    from triage_bot.core import Triager
+    from triage_bot.kb.loader import load
+
+    stop = threading.Event()
+    stop.set()
+    assert Triager(load()).warm(stop=stop) == 0

@@ -31,14 +31,19 @@ class Triager:
         self.kb = kb
         self.matcher = Matcher(compile_kb(kb))
 
-    def warm(self) -> int:
+    def warm(self, stop: threading.Event | None = None) -> int:
         """Compile every pattern and match every signature's own examples once, so the first real
         pastes a long-running process sees do not pay for compiling (patterns compile on first use,
-        which suits a one-shot CLI call) or for RE2's first DFA states. Returns the pastes matched."""
+        which suits a one-shot CLI call) or for RE2's first DFA states. Returns the pastes matched;
+        `stop` ends it early (a process shutting down)."""
         for entry in (*self.matcher.c.entries, *self.matcher.c.engine_entries):
+            if stop is not None and stop.is_set():
+                return 0
             entry.regex  # noqa: B018 - compiled and cached on first access
         examples = [text for sig in self.kb.signatures for text in (*sig.examples, *sig.messages)]
-        for text in examples:
+        for done, text in enumerate(examples):
+            if stop is not None and stop.is_set():
+                return done
             self.matcher.match(text)
         return len(examples)
 

@@ -22,13 +22,15 @@ def kb() -> None:
 @kb.command()
 @click.option("--quiet", is_flag=True, help="Print only problems and a one-line summary.")
 @click.option("--no-cross-check", is_flag=True, help="Skip matching each example against the others.")
-def lint(quiet: bool, no_cross_check: bool) -> None:
-    """Validate the knowledge base; exit 1 on any error."""
-    kb_, problems = collect_problems()
+@click.option("--directory", type=click.Path(exists=True, file_okay=False, path_type=Path), default=None,
+              help="Lint this knowledge directory instead of the bundled one.")
+def lint(quiet: bool, no_cross_check: bool, directory: Path | None) -> None:
+    """Validate the knowledge base; exit 1 on any error, a signature's example that another matches included."""
+    kb_, problems = collect_problems(directory)
+    if kb_ is not None and not no_cross_check:
+        problems += cross_check(kb_)
     warnings: list[Problem] = [p for p in problems if p.level != "error"]
     errors = [p for p in problems if p.level == "error"]
-    if kb_ is not None and not no_cross_check:
-        warnings += cross_check(kb_)
     for problem in [*errors, *warnings]:
         click.echo(str(problem), err=bool(errors))
     if kb_ is not None and not quiet:
@@ -62,7 +64,8 @@ def rules(update: Path | None) -> None:
 
 
 def cross_check(kb_) -> list[Problem]:
-    """Warn when a signature's own example is matched to another signature."""
+    """A signature's own example must be answered with that signature: an example another signature
+    takes is an error (the example is misfiled, or one of the two signatures is too broad)."""
     from triage_bot.core import Triager
 
     triager = Triager(kb_)
@@ -74,7 +77,7 @@ def cross_check(kb_) -> list[Problem]:
             got = result.primary.sig.id if result.primary else None
             if got != sig.id:
                 problems.append(
-                    Problem(file, line, f"{sig.id}: example {example[:70]!r} matches {got or 'nothing'}", "warning")
+                    Problem(file, line, f"{sig.id}: example {example[:70]!r} matches {got or 'nothing'}")
                 )
     return problems
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import signal
+from collections.abc import Callable
 from typing import Any
 
 import click
@@ -47,13 +48,25 @@ def _start_scheduler(bot: Any) -> object | None:
         return None
 
 
-def _warm_in_background() -> None:
-    """Compile the knowledge base's patterns while the first connection is made (about 1 s)."""
+def _warm_in_background() -> Callable[[], None]:
+    """Compile the knowledge base's patterns while the first connection is made (about 1 s).
+
+    Returns what stops it. The thread is not a daemon: one frozen inside RE2 while the interpreter
+    exits aborts the process ("terminate called without an active exception").
+    """
     import threading
 
     from triage_bot.core import default_triager
 
-    threading.Thread(target=default_triager().warm, name="triage-warm", daemon=True).start()
+    stop = threading.Event()
+    thread = threading.Thread(target=default_triager().warm, kwargs={"stop": stop}, name="triage-warm")
+    thread.start()
+
+    def stopped() -> None:
+        stop.set()
+        thread.join(timeout=10)
+
+    return stopped
 
 
 @click.command()
@@ -104,7 +117,7 @@ def serve(http_mode: bool, port: int, host: str, force_console: bool, migrate: b
     except SlackConfigError as exc:
         raise click.ClickException(str(exc)) from None
     bot.start_sweepers()
-    _warm_in_background()
+    stop_warming = _warm_in_background()
     scheduler = _start_scheduler(bot) if with_scheduler else None
     if with_scheduler:
         from triage_bot.readiness import scheduler_check
@@ -137,6 +150,7 @@ def serve(http_mode: bool, port: int, host: str, force_console: bool, migrate: b
         pass  # SIGTERM or Ctrl-C (waitress handles it itself and returns)
     finally:
         click.echo("stopping: finishing the work in flight…", err=True)
+        stop_warming()
         if scheduler is not None:
             scheduler.shutdown(wait=False)  # type: ignore[attr-defined]
         bot.close()
