@@ -141,6 +141,43 @@ def run_one(url: str, events: int) -> dict[str, float | int]:
     }
 
 
+def _cpu_seconds(pid: int) -> float:
+    """User + system CPU of one process so far, from /proc (Linux)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def serve_cpu_per_event(events: int) -> tuple[float, float]:
+    """CPU of a `triage-bot serve --http` process per answered message (and its run's wall seconds).
+
+    The bot runs as its own process, as in production; the stand-in and the clients run here, so
+    their work is not counted. The process is left to finish its start-up warm-up first.
+    """
+    from tests.support.replica import Replica
+
+    with tempfile.TemporaryDirectory() as work, SlackStandin() as slack:
+        replica = Replica(slack, Path(work), database_url=f"sqlite:///{Path(work) / 'bot.sqlite3'}",
+                          extra_env={"TRIAGE_LOG_LEVEL": "WARNING"}).start()
+        try:
+            assert replica.process is not None
+            pid = replica.process.pid
+            previous = -1.0
+            while (now := _cpu_seconds(pid)) != previous:  # the warm-up is over when the CPU stops moving
+                previous = now
+                time.sleep(0.5)
+            before = _cpu_seconds(pid)
+            started = time.perf_counter()
+            with req.SignedSender(replica.events_url, SIGNING_SECRET) as send:
+                for n in range(events):
+                    event = req.message(PASTES[n % len(PASTES)], ts=f"1700000001.{n:06d}", channel=f"C{n % 5:08d}")
+                    send.event(req.event_callback(event, bot_user_id=slack.bot_user_id))
+            wait_until(lambda: len(slack.bodies("chat.postMessage")) >= events, timeout=120)
+            wall = time.perf_counter() - started
+            return (_cpu_seconds(pid) - before) * 1000 / events, wall
+        finally:
+            replica.stop()
+
+
 def run(quick: bool = False) -> str:
     import logging
 
@@ -185,6 +222,12 @@ def run(quick: bool = False) -> str:
                                                       "**NO**: see the missing/doubled columns.")]
     if pg is None:
         lines.append("PostgreSQL: not reachable here, so only SQLite was measured.")
+    serve_events = 100 if quick else 400
+    cpu_ms, wall = serve_cpu_per_event(serve_events)
+    lines += ["", f"**CPU per event of the serve process alone**: {serve_events} messages sent one after another "
+              f"to `triage-bot serve --http` (its own process, SQLite history, warmed up), each answered: "
+              f"**{cpu_ms:.1f} ms** of the process's CPU per message ({wall:.1f} s in all). "
+              "Goal (issue 13): ≤ 2.5 ms."]
     return "\n".join(lines)
 
 

@@ -81,3 +81,19 @@ def test_a_late_deadline_never_shuts_a_socket_that_reused_the_connections_number
             live.execute("SELECT 1")
     finally:
         live.close()
+
+
+def test_a_pinged_connection_is_not_left_in_a_transaction(new_pg_schema) -> None:
+    """The checkout ping ends its own transaction: a connection can still be switched to autocommit
+    (psycopg refuses on a connection 'idle in transaction'), and none is handed out holding a snapshot."""
+    from sqlalchemy import text
+
+    engine = make_engine(new_pg_schema())
+    try:
+        with engine.connect().execution_options(isolation_level="AUTOCOMMIT") as connection:
+            assert connection.execute(text("SELECT 1")).scalar() == 1
+        with engine.connect() as connection:
+            status = connection.connection.dbapi_connection.info.transaction_status  # type: ignore[union-attr]
+            assert status.name == "IDLE"
+    finally:
+        engine.dispose()

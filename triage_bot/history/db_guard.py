@@ -162,6 +162,9 @@ def guard(engine: Engine, deadline_s: float = STATEMENT_DEADLINE_S, down_for_s: 
         try:
             with dbapi_connection.cursor() as cursor:
                 cursor.execute("SELECT 1")
+            # the ping opened a transaction: end it, or the connection is handed out "idle in
+            # transaction" and cannot even be switched to autocommit (psycopg refuses)
+            dbapi_connection.rollback()
         except Exception as error:
             if time.monotonic() < state["down_until"]:
                 raise DatabaseDown("the database hung; not waiting for it again yet") from error
