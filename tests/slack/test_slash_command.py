@@ -89,6 +89,10 @@ def test_history_lists_recent_incidents(env: Env) -> None:
     env.slack.clear()
     env.command("history sglang")
     assert "None. :tada:" in _text(_only_response(env))
+    env.slack.clear()
+    env.command("history bogus")  # a typo is not "no incidents"
+    body = _text(_only_response(env))
+    assert "No engine `bogus`" in body and "`vllm`" in body and "None. :tada:" not in body
 
 
 def test_status_and_digest_say_plainly_when_there_is_nothing(env: Env) -> None:

@@ -17,6 +17,7 @@ from typing import Any
 from rapidfuzz import fuzz, process, utils
 
 from triage_bot import faq
+from triage_bot.kb.schema import ENGINES
 from triage_bot.slack.blocks import MAX_BLOCKS, Message, lines_message, text_message
 from triage_bot.slack.config import SlackConfig
 from triage_bot.slack.integrations import Integrations
@@ -37,6 +38,7 @@ HELP_LINES = [
     ("`/triage mute <signature|engine> <duration>`", "silence passive replies, e.g. `mute vllm 2h` (admins)"),
     ("`/triage help`", "this help"),
 ]
+HISTORY_ENGINES = ("generic", "triton")  # besides the knowledge base's engines: what incidents are filed under
 SUBCOMMANDS = ("help", "history", "status", "digest", "faq", "engines", "search", "resolve", "mute")
 ADMIN_ONLY = ("resolve", "mute")
 _DURATION = re.compile(r"^(\d+(?:\.\d+)?)\s*(m|min|mins|minutes?|h|hrs?|hours?|d|days?|w|weeks?)$")
@@ -170,6 +172,12 @@ class Commands:
                 engine = token.lower()
         if days <= 0:
             return text_message("Days must be more than 0.")
+        known = list(dict.fromkeys([*ENGINES, *self.kb.engines, *HISTORY_ENGINES]))
+        if engine is not None and engine not in known:
+            # a typo must not read as "no incidents": say what the filter takes
+            return text_message(f"No engine `{escape(engine)}`.",
+                                f"Use one of {', '.join(f'`{e}`' for e in known)}, and a number of days: "
+                                f"`{self.config.command} history vllm 30d`.")
         try:
             incidents = self.history.history(engine=engine, days=days, limit=HISTORY_LIMIT)
         except Exception:
