@@ -140,7 +140,7 @@ def test_faq_engines_and_search(env: Env) -> None:
 def test_resolve_and_mute_are_for_admins_only(env: Env) -> None:
     env.event(req.message(KV_ERROR))
     env.settle()
-    for text in ("resolve 1", "mute vllm 2h"):
+    for text in ("resolve 1", "mute vllm 2h", "unmute 1"):
         env.slack.clear()
         env.command(text, user=ALICE)
         response = _only_response(env)
@@ -204,3 +204,26 @@ def test_a_storage_failure_shows_no_internal_address(make_env, monkeypatch) -> N
     text = _text(_only_response(env))
     assert "cannot be read right now" in text and "Try again in a minute" in text
     assert "10.0.3.7" not in text and "5432" not in text and "Connection refused" not in text
+
+
+def test_mutes_are_listed_and_an_admin_ends_one(env: Env) -> None:
+    env.command("mutes")
+    assert "None: every failure is answered" in _text(_only_response(env))
+    env.slack.clear()
+    env.command("mute sglang 2h", user=ADMIN)
+    env.settle()
+    env.slack.clear()
+    [mute] = env.history.active_mutes()
+    env.command("mutes", user=ALICE)  # anyone may look
+    body = _text(_only_response(env))
+    assert f"`#{mute.id}` engine `sglang`" in body and "unmute" in body
+    env.slack.clear()
+    env.command(f"unmute #{mute.id}", user=ADMIN)
+    assert f"Mute #{mute.id} ended" in _text(_only_response(env))
+    assert env.history.active_mutes() == []
+    for text, expected in ((f"unmute {mute.id}", "is not in force"), ("unmute 999", "is not in force"),
+                           ("unmute sglang", "Which mute?")):
+        env.slack.clear()
+        env.command(text, user=ADMIN)
+        assert expected in _text(_only_response(env)), text
+

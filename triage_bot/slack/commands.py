@@ -36,11 +36,14 @@ HELP_LINES = [
     ("`/triage search <words>`", "find signatures by words"),
     ("`/triage resolve <incident>`", "close an incident (admins)"),
     ("`/triage mute <signature|engine> <duration>`", "silence passive replies, e.g. `mute vllm 2h` (admins)"),
+    ("`/triage mutes`", "the mutes in force, with their numbers"),
+    ("`/triage unmute <number>`", "end a mute now (admins)"),
     ("`/triage help`", "this help"),
 ]
 HISTORY_ENGINES = ("generic", "triton")  # besides the knowledge base's engines: what incidents are filed under
-SUBCOMMANDS = ("help", "history", "status", "digest", "faq", "engines", "search", "resolve", "mute")
-ADMIN_ONLY = ("resolve", "mute")
+SUBCOMMANDS = ("help", "history", "status", "digest", "faq", "engines", "search", "resolve", "mute", "mutes",
+               "unmute")
+ADMIN_ONLY = ("resolve", "mute", "unmute")
 _DURATION = re.compile(r"^(\d+(?:\.\d+)?)\s*(m|min|mins|minutes?|h|hrs?|hours?|d|days?|w|weeks?)$")
 _UNITS = {"m": 60, "h": 3600, "d": 86400, "w": 604800}
 _CHANNEL_ID = re.compile(r"^[CGD][A-Z0-9]{2,}$")
@@ -126,6 +129,7 @@ class Commands:
         self.handlers: dict[str, Callable[[str, str, str | None], Message]] = {
             "history": self._history, "status": self._status, "digest": self._digest, "faq": self._faq,
             "engines": self._engines, "search": self._search, "resolve": self._resolve, "mute": self._mute,
+            "mutes": self._mutes, "unmute": self._unmute,
         }
 
     @property
@@ -302,3 +306,39 @@ class Commands:
         return text_message(f"Muted {what} for {span}.",
                             f"Passive replies for it stay silent until then; `{self.config.command} &lt;error&gt;` still answers.")
 
+    def _mutes(self, args: str, user: str, channel: str | None) -> Message:
+        missing = self._need_history()
+        if missing:
+            return missing
+        try:
+            mutes = self.history.active_mutes()
+        except Exception:
+            return _unavailable("The mutes cannot be read right now.")
+        lines = []
+        for mute in mutes:
+            what = f"`{escape(mute.signature_id)}`" if mute.signature_id else f"engine `{escape(mute.engine or '')}`"
+            lines.append(f"`#{mute.id}` {what} · until {mute.until:%Y-%m-%d %H:%M} UTC · by {escape(mute.created_by)}")
+        if lines:
+            lines.append(f"_End one with `{self.config.command} unmute &lt;number&gt;`._")
+        return lines_message("Mutes in force", lines, "None: every failure is answered.")
+
+    def _unmute(self, args: str, user: str, channel: str | None) -> Message:
+        missing = self._need_history()
+        if missing:
+            return missing
+        number = args.strip().lstrip("#")
+        if not number.isdigit():
+            return text_message("Which mute?", f"`{self.config.command} unmute &lt;number&gt;`; "
+                                f"`{self.config.command} mutes` lists them with their numbers.")
+        try:
+            ended = self.history.unmute(int(number))
+        except ValueError:
+            return text_message(f"There is no mute #{number}.")
+        except Exception:
+            return _unavailable("The mute could not be ended right now.")
+        if ended is None:
+            return text_message(f"Mute #{number} will end when the history is back.",
+                                "The database is away; the change waits in the local spool.")
+        if not ended:
+            return text_message(f"Mute #{number} is not in force.", f"`{self.config.command} mutes` lists those that are.")
+        return text_message(f"Mute #{number} ended.", "Passive replies for it are back.")
