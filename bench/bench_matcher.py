@@ -79,11 +79,8 @@ def _one_scan(kb: KnowledgeBase) -> Callable[[str], object]:
     options.log_errors = False
     options.max_mem = 256 << 20
     pattern_set = re2.Set.SearchSet(options)
-    for sig in kb.signatures:
-        for pattern, _ in sig.pattern_specs:
-            pattern_set.Add(pattern)
-        for clue in sig.evidence:
-            pattern_set.Add(clue.pattern)
+    for pattern in kb.signature_patterns():
+        pattern_set.Add(pattern)
     pattern_set.Compile()
     return lambda text: pattern_set.Match(text.encode("utf-8"))
 

@@ -7,10 +7,11 @@ paste reaches the wanted size.
 
 from __future__ import annotations
 
-import json
 import random
 from collections.abc import Iterator
 from pathlib import Path
+
+from triage_bot.evaluation import read_jsonl
 
 HOLDOUT = Path(__file__).resolve().parents[1] / "holdout"
 
@@ -18,12 +19,8 @@ HOLDOUT = Path(__file__).resolve().parents[1] / "holdout"
 def rows(kind: str | None = None) -> Iterator[dict]:
     """Every held-out row (errors, fresh reports, negatives), set by set in a fixed order."""
     for path in sorted(HOLDOUT.glob("*/*.jsonl")):
-        if kind is not None and path.stem != kind:
-            continue
-        with path.open(encoding="utf-8") as handle:
-            for line in handle:
-                if line.strip():
-                    yield json.loads(line)
+        if kind is None or path.stem == kind:
+            yield from read_jsonl(path)
 
 
 def distinct_texts() -> list[str]:

@@ -150,16 +150,16 @@ class KnowledgeBase:
             found = self.needs[pattern] = needs(pattern)
         return found
 
+    def signature_patterns(self) -> list[str]:
+        """Every signature pattern and family clue, in file order (engine clues are in `engines`)."""
+        return [p for sig in self.signatures for p in (*(p for p, _ in sig.pattern_specs),
+                                                       *(clue.pattern for clue in sig.evidence))]
+
     def read_needs(self) -> None:
         """Read what every pattern needs (200 ms), so that the cached knowledge base holds it."""
-        for info in self.engines.values():
-            for clue in info.detect:
-                self.needs_of(clue.pattern)
-        for sig in self.signatures:
-            for pattern, _ in sig.pattern_specs:
-                self.needs_of(pattern)
-            for evidence in sig.evidence:
-                self.needs_of(evidence.pattern)
+        engine_clues = [clue.pattern for info in self.engines.values() for clue in info.detect]
+        for pattern in (*engine_clues, *self.signature_patterns()):
+            self.needs_of(pattern)
 
     def get(self, sig_id: str) -> Signature | None:
         return self.by_id.get(sig_id)

@@ -76,7 +76,7 @@ class PatternScan:
             for number, atom in enumerate(owners):
                 self._automaton.add_word(atom, (number, len(atom)))
             self._automaton.make_automaton()
-        self._loose = {i: loosened(p) for i, p in enumerate(patterns) if loosened(p) != p}
+        self._loose = {i: loose for i, p in enumerate(patterns) if (loose := loosened(p)) != p}
 
     def regex(self, index: int) -> re2._Regexp:
         return compile_pattern(self.patterns[index])

@@ -94,6 +94,12 @@ def parse_duration(text: str) -> timedelta | None:
     return timedelta(seconds=seconds)
 
 
+def _number(args: str) -> int | None:
+    """The number of an incident or a mute, written `42` or `#42`; None for anything else."""
+    raw = args.strip().lstrip("#")
+    return int(raw) if raw.isdigit() else None
+
+
 def _unavailable(title: str) -> Message:
     """What a user sees when storage fails: no host, port or raw exception (those go to the log)."""
     log.exception(title)
@@ -254,14 +260,14 @@ class Commands:
         missing = self._need_history()
         if missing:
             return missing
-        raw = args.strip().lstrip("#")
-        if not raw.isdigit():
+        raw = _number(args)
+        if raw is None:
             return text_message("Which incident?", f"Give its number, e.g. `{self.config.command} resolve 42` "
                                 f"(see `{self.config.command} history`).")
         from triage_bot.history import IncidentNotFound
 
         try:
-            changed = self.history.resolve(int(raw), by=user)
+            changed = self.history.resolve(raw, by=user)
         except IncidentNotFound:
             return text_message(f"There is no incident #{raw}.")
         except Exception:
@@ -326,12 +332,12 @@ class Commands:
         missing = self._need_history()
         if missing:
             return missing
-        number = args.strip().lstrip("#")
-        if not number.isdigit():
+        number = _number(args)
+        if number is None:
             return text_message("Which mute?", f"`{self.config.command} unmute &lt;number&gt;`; "
                                 f"`{self.config.command} mutes` lists them with their numbers.")
         try:
-            ended = self.history.unmute(int(number))
+            ended = self.history.unmute(number)
         except ValueError:
             return text_message(f"There is no mute #{number}.")
         except Exception:
