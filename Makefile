@@ -17,11 +17,13 @@ run: $(STAMP)
 
 test: $(STAMP)
 	$(BIN)/ruff check triage_bot tests bench
+	$(BIN)/mypy
 	$(BIN)/triage-bot kb lint --quiet
 	$(BIN)/pytest -q -n auto --dist loadfile
 
 lint: $(STAMP)
 	$(BIN)/ruff check triage_bot tests bench
+	$(BIN)/mypy
 
 eval: $(STAMP)
 	$(BIN)/triage-bot eval

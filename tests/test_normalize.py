@@ -40,7 +40,7 @@ def test_code_fences_and_levels() -> None:
 
 def test_offsets_map_back_to_lines() -> None:
     norm = normalize("first line\nsecond line\nthird")
-    assert norm.line_at(norm.text.index("second")).index == 1
+    assert norm.line_at(norm.text.index("second")).number == 1
     assert norm.line_at(len(norm.text) - 1).text == "third"
 
 

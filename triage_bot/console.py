@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import select
 import sys
+from collections.abc import Iterator
 from typing import BinaryIO
 
 from rich.console import Console
@@ -39,7 +40,7 @@ Commands:
   quit                     leave (or Ctrl-D)"""
 
 
-def read_pastes(stream: BinaryIO, quiet: float = QUIET_SECONDS):
+def read_pastes(stream: BinaryIO, quiet: float = QUIET_SECONDS) -> Iterator[bytes]:
     """Yield one paste per burst of input; the last one at end of input."""
     fd = stream.fileno()
     buffer = bytearray()

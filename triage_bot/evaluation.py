@@ -50,7 +50,7 @@ class CaseResult:
 
     @property
     def specific(self) -> bool:
-        return bool(self.label) and self.label.split(".", 1)[0] in SPECIFIC_TIERS
+        return self.label is not None and self.label.split(".", 1)[0] in SPECIFIC_TIERS
 
 
 @dataclass

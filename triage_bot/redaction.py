@@ -10,9 +10,15 @@ a secret), so tracebacks, hex addresses, paths, hashes and "token usage: 0.93" p
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Protocol
 
 import re2
+
+
+class _Match(Protocol):
+    """What a rule's replacement reads of an RE2 match (the wrapper ships no types)."""
+
+    def group(self, index: int = 0, /) -> str: ...
 
 _OPTIONS = re2.Options()
 _OPTIONS.max_mem = 64 << 20  # the private-key rule's DFA needs more than the 8 MiB default on big pastes
@@ -28,12 +34,12 @@ _PASSWORD_KEYS = ("password", "passwd", "passphrase", "secret")
 _PROSE = {"argument", "parameter", "option", "options", "flag", "value", "required", "missing"}
 
 
-def _keep_prefix(kind: str) -> Callable[[Any], str]:
+def _keep_prefix(kind: str) -> Callable[[_Match], str]:
     """Keep group 1 (the label) and replace the rest of the match."""
     return lambda m: f"{m.group(1)}[REDACTED:{kind}]"
 
 
-def _key_value(m: Any, flag: bool = False) -> str:
+def _key_value(m: _Match, flag: bool = False) -> str:
     """Redact the value of `key=value` only when it can be a secret: numbers and short words stay."""
     label, quote, value = m.group(1), m.group(2), m.group(3)
     is_password = flag or any(word in label.lower() for word in _PASSWORD_KEYS)
@@ -49,7 +55,7 @@ def _key_value(m: Any, flag: bool = False) -> str:
     return f"{label}{quote}[REDACTED:secret]"  # the closing quote is not part of the match
 
 
-def _bearer(m: Any) -> str:
+def _bearer(m: _Match) -> str:
     value = m.group(2)
     if len(value) < 12 and not any(ch.isdigit() for ch in value):  # "Bearer tokens are ..." is prose
         return m.group(0)
@@ -57,7 +63,7 @@ def _bearer(m: Any) -> str:
 
 
 # Order matters: specific shapes first, so the generic key=value rule sees "[REDACTED:...]" and skips.
-_RULES: list[tuple[str, str | Callable[[Any], str]]] = [
+_RULES: list[tuple[str, str | Callable[[_Match], str]]] = [
     # PEM private keys, whole block; an unterminated block (cut-off paste) is redacted to its end.
     (
         r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY( BLOCK)?-----(?s:.*?)-----END [A-Z0-9 ]*PRIVATE KEY( BLOCK)?-----",

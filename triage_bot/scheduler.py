@@ -398,7 +398,7 @@ class JobSpec:
 
 def slot_of(trigger: BaseTrigger, now: datetime, grace_s: float) -> datetime | None:
     """The scheduled fire time this run belongs to: the trigger's first time at or after now - grace."""
-    slot = trigger.get_next_fire_time(None, now - timedelta(seconds=grace_s))
+    slot: datetime | None = trigger.get_next_fire_time(None, now - timedelta(seconds=grace_s))
     if slot is None or slot > now + timedelta(seconds=0.5):
         return None
     return slot.astimezone(UTC)

@@ -109,11 +109,12 @@ def default_data_dir() -> Path:
 class Settings(EnvSettings):
     """The core's settings: where the history and the local state live, and the logs."""
 
-    data_dir: Path | None = env("TRIAGE_DATA_DIR", None)
+    # data_dir and spool_path are None only until _fill_and_check fills them: a Path to every reader
+    data_dir: Path = env("TRIAGE_DATA_DIR", None, validate_default=False)
     database_url: str = env("DATABASE_URL", "")
     dedup_window_hours: float = env("TRIAGE_DEDUP_WINDOW_HOURS", 6.0, gt=0)
     retention_days: int = env("TRIAGE_RETENTION_DAYS", 90, gt=0, le=36_500)
-    spool_path: Path | None = env("TRIAGE_SPOOL_PATH", None)
+    spool_path: Path = env("TRIAGE_SPOOL_PATH", None, validate_default=False)
     spool_max_records: int = env("TRIAGE_SPOOL_MAX_RECORDS", 10_000, gt=0)
     spool_max_bytes: int = env("TRIAGE_SPOOL_MAX_BYTES", 64 * 1024 * 1024, gt=0)
     log_level: str = env("TRIAGE_LOG_LEVEL", "INFO")
@@ -126,7 +127,7 @@ class Settings(EnvSettings):
         self.__dict__["data_dir"] = data_dir
         if not self.database_url.strip():
             self.__dict__["database_url"] = f"sqlite:///{data_dir / 'triage-bot.sqlite3'}"
-        if self.spool_path is None:
+        if self.__dict__["spool_path"] is None:  # the raw value: None until filled here
             self.__dict__["spool_path"] = data_dir / "triage-bot.spool.jsonl"
         level = self.log_level.upper()
         if level not in LOG_LEVELS:

@@ -27,11 +27,12 @@ class Placeholder(Undefined):
     def _absorb(self, *_args: Any, **_kwargs: Any) -> Placeholder:
         return self
 
-    __add__ = __radd__ = __sub__ = __rsub__ = _absorb
-    __mul__ = __rmul__ = __truediv__ = __rtruediv__ = _absorb
-    __floordiv__ = __rfloordiv__ = __mod__ = __rmod__ = __pow__ = __rpow__ = _absorb
-    __neg__ = __pos__ = __abs__ = _absorb
-    __getattr__ = _absorb  # type: ignore[assignment]
+    # Undefined types these as never returning (they raise); here they return the placeholder.
+    __add__ = __radd__ = __sub__ = __rsub__ = _absorb  # type: ignore[assignment]
+    __mul__ = __rmul__ = __truediv__ = __rtruediv__ = _absorb  # type: ignore[assignment]
+    __floordiv__ = __rfloordiv__ = __mod__ = __rmod__ = __pow__ = __rpow__ = _absorb  # type: ignore[assignment]
+    __neg__ = __pos__ = __abs__ = _absorb  # type: ignore[assignment]
+    __getattr__ = _absorb
 
     def __round__(self, *_args: Any) -> Placeholder:
         return self

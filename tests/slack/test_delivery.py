@@ -165,3 +165,7 @@ def test_a_post_that_times_out_after_landing_is_not_posted_twice(make_env) -> No
     assert looked["ts"] == "1700000500.000001"
     [message] = env.slack.messages["C0INCIDENT"]
     assert message["metadata"]["event_payload"]["key"].startswith("Ev")
+    # the message found again is remembered as the answer, so Resolved and repeats can reach it
+    [incident] = env.history.history()
+    posted = env.history.find_posted(incident_id=incident.id)
+    assert posted is not None and posted.ts == message["ts"]

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import click
 
 from triage_bot.history.migrate import alembic_config
@@ -20,7 +22,7 @@ def _shown(url: str) -> str:
     return make_url(url).render_as_string(hide_password=True)
 
 
-def _run(action, url: str) -> None:
+def _run(action: Callable[[], object], url: str) -> None:
     from sqlalchemy.exc import OperationalError
 
     try:

@@ -10,8 +10,12 @@ from __future__ import annotations
 import asyncio
 import json
 import sys
+from typing import TYPE_CHECKING
 
 import click
+
+if TYPE_CHECKING:
+    from triage_bot.health.monitor import EngineStatus
 
 
 @click.command()
@@ -37,7 +41,7 @@ def check(engines_path: str | None, as_json: bool, samples: int, interval: float
         click.echo(f"error: {exc}", err=True)
         sys.exit(2)
 
-    async def run() -> list:
+    async def run() -> list[EngineStatus]:
         monitor = HealthMonitor(config)
         try:
             statuses = []

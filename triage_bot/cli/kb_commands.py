@@ -8,7 +8,7 @@ from pathlib import Path
 
 import click
 
-from triage_bot.kb.loader import Problem, collect_problems
+from triage_bot.kb.loader import KnowledgeBase, Problem, collect_problems
 from triage_bot.kb.schema import ENGINES
 
 ENGINE_ORDER = list(ENGINES)
@@ -63,7 +63,7 @@ def rules(update: Path | None) -> None:
     click.echo(f"updated the rules block of {update}")
 
 
-def cross_check(kb_) -> list[Problem]:
+def cross_check(kb_: KnowledgeBase) -> list[Problem]:
     """A signature's own example must be answered with that signature: an example another signature
     takes is an error (the example is misfiled, or one of the two signatures is too broad)."""
     from triage_bot.core import Triager

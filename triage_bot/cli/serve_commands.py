@@ -25,7 +25,8 @@ def _migrate() -> None:
     try:
         from alembic import command
 
-        from triage_bot.cli.db_commands import _url, alembic_config
+        from triage_bot.cli.db_commands import _url
+        from triage_bot.history.migrate import alembic_config
 
         command.upgrade(alembic_config(_url(None)), "head")
     except Exception as exc:
@@ -141,9 +142,9 @@ def serve(http_mode: bool, port: int, host: str, force_console: bool, migrate: b
                 logging.getLogger(__name__).info("serving the probes on %s (/healthz, /readyz)", probe_server.url)
             try:
                 click.echo("connecting to Slack in Socket Mode…", err=True)
-                handler.start()
+                handler.start()  # type: ignore[no-untyped-call]  # bolt leaves these two unannotated
             finally:
-                handler.close()
+                handler.close()  # type: ignore[no-untyped-call]
                 if probe_server is not None:
                     probe_server.stop()
     except KeyboardInterrupt:

@@ -8,7 +8,7 @@ from typing import IO
 
 import click
 
-from triage_bot.core import default_triager
+from triage_bot.core import Triager, default_triager
 
 MAX_FILE_BYTES = 8 * 1024 * 1024
 
@@ -33,7 +33,7 @@ def triage(file: IO[bytes] | None, as_json: bool, jsonl: IO[str] | None, no_reco
     if file is None:
         if sys.stdin.isatty():
             raise click.UsageError("give a FILE, '-' for stdin, or --jsonl IN")
-        file = click.get_binary_stream("stdin")
+        file = sys.stdin.buffer
     answer = triager.triage(_read(file))
     if as_json:
         click.echo(json.dumps(answer.to_dict(), ensure_ascii=False, indent=2))
@@ -47,7 +47,7 @@ def triage(file: IO[bytes] | None, as_json: bool, jsonl: IO[str] | None, no_reco
         record_cli_answer(answer)
 
 
-def _batch(triager, stream: IO[str]) -> None:
+def _batch(triager: Triager, stream: IO[str]) -> None:
     """One output line per input line, in order; a bad line gets an error row, never a stop."""
     for number, line in enumerate(stream, start=1):
         line = line.strip()

@@ -8,7 +8,8 @@ chart with files_upload_v2 in its thread); `/triage digest` and `triage-bot dige
 the same three calls.
 """
 
-from triage_bot.digest.blocks import digest_blocks, digest_text, limit_problems
+from triage_bot.blockkit import limit_problems
+from triage_bot.digest.blocks import digest_blocks, digest_text
 from triage_bot.digest.builder import Digest, build_digest
 
 __all__ = ["Digest", "build_digest", "digest_blocks", "digest_text", "limit_problems", "render_png"]

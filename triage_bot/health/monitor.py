@@ -18,7 +18,7 @@ import asyncio
 import logging
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 from triage_bot import metrics
 from triage_bot.health.alerts import Alert, MessageRef, Notifier
@@ -28,27 +28,14 @@ from triage_bot.health.poller import Poller, utcnow
 from triage_bot.health.rules import SEVERITY, SIGNATURES, EngineMemory, Finding, check_state, evaluate
 from triage_bot.health.states import EngineTracker, Transition, judged_states
 
+if TYPE_CHECKING:
+    from triage_bot.history import HistoryStore
+
 log = logging.getLogger(__name__)
 
 BY = "health-check"
 HEARTBEAT = timedelta(minutes=10)  # an open incident gets a fresh occurrence this often (keeps it active)
 STATE_OF = {sig: state for state, sig in SIGNATURES.items()}
-
-
-class Store(Protocol):
-    """The part of triage_bot.history.HistoryStore the health checks use."""
-
-    def record(self, obs: Any) -> Any: ...
-    def record_check(self, engine: str, state: str, latency_ms: float | None = None,
-                     details: dict[str, Any] | None = None, checked_at: datetime | None = None) -> int | None: ...
-    def resolve(self, incident_id: int, by: str, note: str | None = None, at: datetime | None = None) -> bool | None: ...
-    def resolve_active(self, signature_id: str, engine: str, target: str, by: str,
-                       note: str | None = None) -> int | None: ...
-    def record_posted(self, channel: str, ts: str, kind: str, incident_id: int | None = None,
-                      engine: str | None = None) -> int | None: ...
-    def find_posted(self, *, incident_id: int | None = None, engine: str | None = None,
-                    kind: str | None = None) -> Any: ...
-    def history(self, **kwargs: Any) -> list[Any]: ...
 
 
 @dataclass
@@ -114,7 +101,7 @@ class HealthMonitor:
         self,
         config: EnginesFile,
         *,
-        store: Store | None = None,
+        store: HistoryStore | None = None,
         notifier: Notifier | None = None,
         clock: Any = utcnow,
         poller: Poller | None = None,

@@ -12,9 +12,9 @@ statement deadline with a fail-fast window after a hang (db_guard.py).
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
-from sqlalchemy import Engine, create_engine, event
+from sqlalchemy import CursorResult, Engine, Result, create_engine, event
 from sqlalchemy.engine import make_url
 from sqlalchemy.orm import Session, sessionmaker
 
@@ -88,3 +88,12 @@ def make_session_factory(engine: Engine) -> sessionmaker[Session]:
 
 def session_factory_from_url(url: str | None = None, **kwargs: Any) -> sessionmaker[Session]:
     return make_session_factory(make_engine(url, **kwargs))
+
+
+def rowcount(result: Result[Any]) -> int:
+    """The rows an UPDATE or DELETE touched.
+
+    Session.execute types every result as the ORM's Result; a DML statement's is a CursorResult,
+    which is what carries the count.
+    """
+    return cast("CursorResult[Any]", result).rowcount

@@ -44,7 +44,8 @@ class _Json:
     __slots__ = ()
 
     def to_json(self) -> dict[str, Any]:
-        return _jsonable(asdict(self))  # type: ignore[call-overload]
+        as_dict: dict[str, Any] = _jsonable(asdict(self))  # type: ignore[call-overload]
+        return as_dict
 
 
 @dataclass(frozen=True, slots=True)
@@ -337,9 +338,9 @@ def digest_numbers(session: Session, start: datetime, end: datetime, top: int = 
         .where(opened)
         .group_by(Incident.engine, Incident.signature_id, Incident.is_recurring)
     ):
-        g = groups[(eng, sig)]
-        g["incidents"] += n
-        g["recurring" if recurring else "new"] += n
+        counts = groups[(eng, sig)]
+        counts["incidents"] += n
+        counts["recurring" if recurring else "new"] += n
 
     # Occurrences in the period, whenever their incident opened. Counting per incident first reads
     # only the (seen_at, incident_id) index; joining the few incidents afterwards is cheap.

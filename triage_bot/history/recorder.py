@@ -22,13 +22,14 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
-from sqlalchemy import bindparam, case, func, insert, or_, select, update
+from sqlalchemy import Table, bindparam, case, func, insert, or_, select, update
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import Session, sessionmaker
 
 from triage_bot.history import sanitize as clean
+from triage_bot.history.db import rowcount
 from triage_bot.history.errors import IncidentNotFound, StorageUnavailable, is_unavailable
 from triage_bot.history.fingerprint import fingerprint
 from triage_bot.history.models import (
@@ -112,7 +113,7 @@ def _upsert_returning_id(session: Session, model: Any, values: dict[str, Any], k
         index_elements=key,
         set_={name: getattr(stmt.excluded, name) for name in [*replace, "updated_at"]},
     ).returning(model.id)
-    return session.execute(stmt).scalar_one()
+    return int(session.execute(stmt).scalar_one())
 
 
 def _mute_covers(at: Any, signature_id: Any, engines: Any) -> tuple[Any, ...]:
@@ -150,7 +151,7 @@ class _RecordSQL:
 @functools.cache
 def _record_sql(dialect: str) -> _RecordSQL:
     """The record path's statements with bound parameters, built once per dialect."""
-    incidents, occurrences = Incident.__table__, Occurrence.__table__
+    incidents, occurrences = cast(Table, Incident.__table__), cast(Table, Occurrence.__table__)
     i, o = incidents.c, occurrences.c
     upsert = _dialect_insert(dialect)(incidents)
     upsert = upsert.on_conflict_do_update(
@@ -437,14 +438,15 @@ class Recorder:
         if self.spool is not None and not self.spool.is_empty() and time.monotonic() >= self._down_until:
             self.flush_spool()
 
-    def _write(self, op: str, args: dict[str, Any], spooled: T) -> Any:
+    def _write(self, op: str, args: dict[str, Any], spooled: T) -> T:
         if self.spool is not None:
             self._maybe_flush()
             if not self.spool.is_empty() or time.monotonic() < self._down_until:
                 self.spool.append(op, args)  # keep order behind what is already waiting
                 return spooled
         try:
-            return self._run(self._ops[op], args)
+            done: T = self._run(self._ops[op], args)  # each op returns what its public method promises
+            return done
         except StorageUnavailable:
             if self.spool is None:
                 raise
@@ -562,7 +564,7 @@ class Recorder:
         return feedback_id
 
     def _apply_resolve(self, session: Session, a: dict[str, Any]) -> bool:
-        changed = session.execute(
+        changed = rowcount(session.execute(
             update(Incident)
             .where(Incident.id == a["incident_id"], Incident.status != "resolved")
             .values(
@@ -573,13 +575,13 @@ class Recorder:
                 active_key=None,
             )
             .execution_options(synchronize_session=False)
-        ).rowcount
+        ))
         if not changed:
             _require_incident(session, a["incident_id"])
         return bool(changed)
 
     def _apply_acknowledge(self, session: Session, a: dict[str, Any]) -> bool:
-        changed = session.execute(
+        changed = rowcount(session.execute(
             update(Incident)
             .where(Incident.id == a["incident_id"], Incident.acknowledged_at.is_(None))
             .values(
@@ -588,7 +590,7 @@ class Recorder:
                 status=case((Incident.status == "open", "acknowledged"), else_=Incident.status),
             )
             .execution_options(synchronize_session=False)
-        ).rowcount
+        ))
         if not changed:
             _require_incident(session, a["incident_id"])
         return bool(changed)
@@ -610,12 +612,12 @@ class Recorder:
     def _apply_unmute(self, session: Session, a: dict[str, Any]) -> bool:
         at = _ts(a["at"])
         return bool(
-            session.execute(
+            rowcount(session.execute(
                 update(Mute)
                 .where(Mute.id == a["mute_id"], Mute.until > at)
                 .values(until=at)
                 .execution_options(synchronize_session=False)
-            ).rowcount
+            ))
         )
 
     def _apply_posted(self, session: Session, a: dict[str, Any]) -> int:

@@ -17,6 +17,7 @@ from sqlalchemy import delete, select
 from sqlalchemy.orm import Session
 
 from triage_bot.history import sanitize as clean
+from triage_bot.history.db import rowcount
 from triage_bot.history.models import EngineCheck, Mute, Occurrence, SlackEvent
 
 
@@ -50,7 +51,7 @@ def prune(
         stmt = delete(model).where(key.in_(oldest)).execution_options(synchronize_session=False)
         total = 0
         while True:
-            n = run(lambda session: session.execute(stmt).rowcount)
+            n = run(lambda session: rowcount(session.execute(stmt)))
             total += n
             if n < batch:
                 return total

@@ -15,7 +15,7 @@ import math
 import re
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import Any, overload
 
 from triage_bot.redaction import redact, redact_value
 
@@ -100,6 +100,10 @@ def note(value: str | bytes | None, cap: int = NOTE_CAP_BYTES) -> str | None:
     return text + "…" if cut else text
 
 
+@overload
+def identifier(value: str | None, name: str, limit: int, *, default: str) -> str: ...
+@overload
+def identifier(value: str | None, name: str, limit: int, *, default: None = None) -> str | None: ...
 def identifier(value: str | None, name: str, limit: int, *, default: str | None = None) -> str | None:
     """A short id (engine, channel, user, ts): cleaned; too long is an error, not a silent cut."""
     if value is None or not str(value).strip():
@@ -156,7 +160,7 @@ def json_values(value: Any, cap: int = VALUES_CAP_BYTES) -> dict[str, Any]:
         return {}
     if not isinstance(value, dict):
         value = {"value": value}
-    safe = redact_value(_json_safe(value))
+    safe: dict[str, Any] = redact_value(_json_safe(value))
     encoded = json.dumps(safe, ensure_ascii=False, allow_nan=False)
     if len(encoded.encode("utf-8")) <= cap:
         return safe

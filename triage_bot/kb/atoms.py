@@ -25,6 +25,7 @@ from __future__ import annotations
 import re
 import re._constants as sre
 import re._parser as sre_parse
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from typing import Any
 
@@ -68,7 +69,7 @@ def needs(pattern: str) -> Needs:
     return Needs(atoms, one_line)
 
 
-def _rank(strings: set[str]) -> tuple[int, int]:
+def _rank(strings: AbstractSet[str]) -> tuple[int, int]:
     return min(map(len, strings)), -len(strings)
 
 

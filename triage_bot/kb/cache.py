@@ -64,7 +64,8 @@ def cached(directory: Path, build: Callable[[], T], where: Path | None = None) -
     try:
         if _private(where) and _private(file):
             with file.open("rb") as handle:
-                return pickle.load(handle)  # our own file, in a directory only we can write
+                value: T = pickle.load(handle)  # our own file, in a directory only we can write
+                return value
     except FileNotFoundError:
         pass
     except Exception as exc:  # a stale or torn file: build again and replace it

@@ -60,8 +60,7 @@ def _line_for(data: Any, loc: tuple[Any, ...]) -> int:
     node = data
     for part in loc:
         if isinstance(node, dict):
-            if part in getattr(node, "key_lines", {}):
-                line = node.key_lines[part]
+            line = getattr(node, "key_lines", {}).get(part, line)
             node = node.get(part)
         elif isinstance(node, list) and isinstance(part, int) and part < len(node):
             node = node[part]
@@ -80,12 +79,12 @@ class LoadedFile:
 
     def line_of_signature(self, index: int) -> int:
         try:
-            return self.raw["signatures"][index].start_line
+            return int(self.raw["signatures"][index].start_line)
         except (KeyError, IndexError, TypeError, AttributeError):
             return 1
 
 
-def _load_file(path: Path, model_cls: type) -> LoadedFile:
+def _load_file(path: Path, model_cls: type[KnowledgeFile | FaqFile | TaxonomyFile]) -> LoadedFile:
     import yaml  # only when the cache misses: 15 ms of every start otherwise
 
     from triage_bot.kb.yaml_lines import LineDict, LineLoader

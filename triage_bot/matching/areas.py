@@ -105,7 +105,7 @@ class Areas:
         if self._root_re is None:
             return []
         # the lines that name a tree's root at all: one pass over the whole paste
-        named = {norm.line_at(m.start()).index for m in self._root_re.finditer(norm.text)}
+        named = {norm.line_at(m.start()).number for m in self._root_re.finditer(norm.text)}
         if not named:
             return []
         found: list[tuple[int, int, str, bool, str]] = []  # (line, traceback, path, dotted module?, function)
@@ -114,17 +114,17 @@ class Areas:
             text = line.text
             if _TRACEBACK in text:
                 block += 1
-            if line.index not in named:
+            if line.number not in named:
                 continue
             if line.is_frame:
                 frame = _FRAME_FUNC.match(text)
                 if frame is not None:
-                    found.append((line.index, block, frame.group("path"), False, frame.group("function") or ""))
+                    found.append((line.number, block, frame.group("path"), False, frame.group("function") or ""))
                 continue
             head = text[:MAX_LINE]
-            found += [(line.index, block, path, False, "") for path in _paths_in(head)]  # C++ frames, messages
+            found += [(line.number, block, path, False, "") for path in _paths_in(head)]  # C++ frames, messages
             if _ERROR_LINE.search(head):
-                found += [(line.index, block, m.group(1).replace(".", "/"), True, "") for m in _MODULE.finditer(head)]
+                found += [(line.number, block, m.group(1).replace(".", "/"), True, "") for m in _MODULE.finditer(head)]
         hits: list[AreaHit] = []
         seen: dict[tuple[str, bool], list[tuple[str, str, str]]] = {}  # a traceback repeats its paths
         for index, in_block, path, module, function in found:

@@ -103,9 +103,9 @@ def read_exception(norm: Normalized) -> RaisedException | None:
         text = line.text.strip("*`_ ")
         found = _EXCEPTION.match(text)
         if found is not None:
-            return RaisedException(found.group("cls"), (found.group("msg") or "").rstrip("*`_ "), line.index)
+            return RaisedException(found.group("cls"), (found.group("msg") or "").rstrip("*`_ "), line.number)
         if inline is None and (quoted := _EXCEPTION_INLINE.search(text)) is not None:
-            inline = RaisedException(quoted.group("cls"), quoted.group("msg").rstrip("*`_ ."), line.index)
+            inline = RaisedException(quoted.group("cls"), quoted.group("msg").rstrip("*`_ ."), line.number)
     return inline
 
 

@@ -285,11 +285,11 @@ class Matcher:
             how: How = "wrapper" if sig.wrapper else "pattern"
             if not exact:
                 how, confidence = "context", min(confidence, WEAK_CONFIDENCE)
-            line_start = norm.offsets[first.line.index]
+            line_start = norm.offsets[first.line.number]
             span = (first.start - line_start, first.start - line_start + first.length)
             scored = Scored(sig, how, confidence, first.line, {**gvalues, **own}, span=span)
-            key = specific_rank(sig, fit, exact, max(h.length for h in ranked_hits), first.line.index)
-            (wrappers if sig.wrapper else specific).append((key, scored))
+            rank = specific_rank(sig, fit, exact, max(h.length for h in ranked_hits), first.line.number)
+            (wrappers if sig.wrapper else specific).append((rank, scored))
         found.specific = [s for _, s in sorted(specific, key=lambda kv: kv[0], reverse=True)]
         found.wrappers = [s for _, s in sorted(wrappers, key=lambda kv: kv[0], reverse=True)]
 

@@ -8,6 +8,7 @@ SQLite runs in batch mode, because it cannot ALTER most things in place.
 from __future__ import annotations
 
 import logging.config
+from typing import Literal
 
 from alembic import context
 from sqlalchemy import Connection, text
@@ -27,7 +28,7 @@ if config.config_file_name is not None and not config.attributes.get("skip_loggi
 target_metadata = [Base.metadata, slack_metadata, claims_metadata, inbox_metadata]
 
 
-def _render_item(kind: str, obj: object, _context: object) -> str | bool:
+def _render_item(kind: str, obj: object, _context: object) -> str | Literal[False]:
     """Autogenerate writes the portable column type, so migrations never import the models."""
     if kind == "type" and isinstance(obj, UTCDateTime):
         return "sa.DateTime(timezone=True)"

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from rich.console import Console, Group
+from rich.console import Console, Group, RenderableType
 from rich.markup import escape
 from rich.panel import Panel
 from rich.syntax import Syntax
@@ -17,7 +17,7 @@ CUT_NOTE = (
 
 
 def answer_renderable(answer: Answer) -> Panel:
-    parts: list = []
+    parts: list[RenderableType] = []
     if answer.truncated_input:
         parts.append(Text(CUT_NOTE, style="yellow"))
     if answer.match is None:

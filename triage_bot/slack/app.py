@@ -17,7 +17,7 @@ import threading
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from slack_bolt import App
 
@@ -33,6 +33,9 @@ from triage_bot.slack.inbox import Inbox
 from triage_bot.slack.integrations import Integrations
 from triage_bot.slack.store import SlackStore
 from triage_bot.slack.triage import TriageJob
+
+if TYPE_CHECKING:
+    from triage_bot.history import HistoryStore
 
 log = logging.getLogger(__name__)
 
@@ -112,7 +115,7 @@ class Deps:
     job: TriageJob
     commands: Commands
     delivery: Delivery
-    history: Any | None
+    history: HistoryStore | None
     store: SlackStore | None
     integrations: Integrations
     surfaces: Surfaces
@@ -214,7 +217,7 @@ def open_history() -> Any | None:
         return None
 
 
-def open_inbox(config: SlackConfig, history: Any | None) -> Inbox | None:
+def open_inbox(config: SlackConfig, history: HistoryStore | None) -> Inbox | None:
     """The durable inbox: on the history's database, with its local fallback beside the spool."""
     from datetime import timedelta
 
@@ -236,7 +239,7 @@ def open_inbox(config: SlackConfig, history: Any | None) -> Inbox | None:
         return None
 
 
-def build(config: SlackConfig, *, triager: Triager | None = None, history: Any | None = None,
+def build(config: SlackConfig, *, triager: Triager | None = None, history: HistoryStore | None = None,
           integrations: Integrations | None = None, http: bool = True,
           use_history: bool = True) -> SlackBot:
     """The app with every surface registered. `history=None` opens DATABASE_URL unless `use_history` is False."""

@@ -21,14 +21,13 @@ from datetime import datetime
 from typing import Any
 
 from triage_bot.answer import Answer, Candidate, confidence_word
-from triage_bot.blockkit import (  # noqa: F401 - the limits are part of this module's surface
+from triage_bot.blockkit import (
     MAX_BLOCKS,
     MAX_BUTTON_TEXT,
     MAX_BUTTON_VALUE,
     MAX_CONTEXT_ELEMENTS,
     MAX_HEADER,
     MAX_SECTION,
-    MAX_VIEW_BLOCKS,
     limit_problems,
 )
 from triage_bot.health.alerts import ACTION_ACK

@@ -68,7 +68,7 @@ class RateLimitHandler(RetryHandler):
 
     def prepare_for_next_attempt(self, *, state: Any, request: Any, response: Any = None, error: Any = None) -> None:
         if response is None:
-            raise error  # type: ignore[misc]
+            raise error
         state.next_attempt_requested = True
         time.sleep(parse_retry_after(header(response.headers, "retry-after")))
         state.increment_current_attempt()

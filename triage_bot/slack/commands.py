@@ -12,17 +12,22 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rapidfuzz import fuzz, process, utils
 
 from triage_bot import faq
+from triage_bot.blockkit import MAX_BLOCKS
 from triage_bot.kb.schema import ENGINES
-from triage_bot.slack.blocks import MAX_BLOCKS, Message, lines_message, text_message
+from triage_bot.slack.blocks import Message, lines_message, text_message
 from triage_bot.slack.config import SlackConfig
 from triage_bot.slack.integrations import Integrations
 from triage_bot.slack.text import escape, truncate
 from triage_bot.slack.triage import Triaged, TriageJob
+
+if TYPE_CHECKING:
+    from triage_bot.history import HistoryStore
+    from triage_bot.kb.loader import KnowledgeBase
 
 log = logging.getLogger(__name__)
 
@@ -100,6 +105,11 @@ def _number(args: str) -> int | None:
     return int(raw) if raw.isdigit() else None
 
 
+def _no_history() -> Message:
+    return text_message("The incident history is not configured.", "Set `DATABASE_URL` and run "
+                        "`triage-bot db upgrade`.")
+
+
 def _unavailable(title: str) -> Message:
     """What a user sees when storage fails: no host, port or raw exception (those go to the log)."""
     log.exception(title)
@@ -127,7 +137,7 @@ def search_signatures(kb: Any, words: str, limit: int = 5) -> list[tuple[Any, fl
 class Commands:
     """Runs one `/triage …` line for one user in one channel."""
 
-    def __init__(self, job: TriageJob, history: Any | None, config: SlackConfig, integrations: Integrations):
+    def __init__(self, job: TriageJob, history: HistoryStore | None, config: SlackConfig, integrations: Integrations):
         self.job = job
         self.history = history
         self.config = config
@@ -139,7 +149,7 @@ class Commands:
         }
 
     @property
-    def kb(self) -> Any:
+    def kb(self) -> KnowledgeBase:
         return self.job.triager.kb
 
     def run(self, text: str, *, user: str, channel: str | None, key: str | None = None,
@@ -162,16 +172,10 @@ class Commands:
 
     # -- subcommands -----------------------------------------------------------------------
 
-    def _need_history(self) -> Message | None:
-        if self.history is None:
-            return text_message("The incident history is not configured.", "Set `DATABASE_URL` and run "
-                                "`triage-bot db upgrade`.")
-        return None
 
     def _history(self, args: str, user: str, channel: str | None) -> Message:
-        missing = self._need_history()
-        if missing:
-            return missing
+        if self.history is None:
+            return _no_history()
         engine: str | None = None
         days = 7.0
         for token in args.split():
@@ -257,9 +261,8 @@ class Commands:
                              "No signature matches those words.")
 
     def _resolve(self, args: str, user: str, channel: str | None) -> Message:
-        missing = self._need_history()
-        if missing:
-            return missing
+        if self.history is None:
+            return _no_history()
         raw = _number(args)
         if raw is None:
             return text_message("Which incident?", f"Give its number, e.g. `{self.config.command} resolve 42` "
@@ -279,9 +282,8 @@ class Commands:
         return text_message(f"Incident #{raw} resolved.", "Its next repeat opens a new incident.")
 
     def _mute(self, args: str, user: str, channel: str | None) -> Message:
-        missing = self._need_history()
-        if missing:
-            return missing
+        if self.history is None:
+            return _no_history()
         parts = args.split()
         usage = f"`{self.config.command} mute &lt;signature|engine&gt; &lt;duration&gt;`, e.g. `mute vllm.kv_cache_no_memory 2h`"
         if len(parts) < 2:
@@ -313,9 +315,8 @@ class Commands:
                             f"Passive replies for it stay silent until then; `{self.config.command} &lt;error&gt;` still answers.")
 
     def _mutes(self, args: str, user: str, channel: str | None) -> Message:
-        missing = self._need_history()
-        if missing:
-            return missing
+        if self.history is None:
+            return _no_history()
         try:
             mutes = self.history.active_mutes()
         except Exception:
@@ -329,9 +330,8 @@ class Commands:
         return lines_message("Mutes in force", lines, "None: every failure is answered.")
 
     def _unmute(self, args: str, user: str, channel: str | None) -> Message:
-        missing = self._need_history()
-        if missing:
-            return missing
+        if self.history is None:
+            return _no_history()
         number = _number(args)
         if number is None:
             return text_message("Which mute?", f"`{self.config.command} unmute &lt;number&gt;`; "

@@ -189,8 +189,11 @@ class Delivery:
             return None
         for message in found.get("messages") or []:
             payload = (message.get("metadata") or {}).get("event_payload") or {}
-            if payload.get("key") == key:
-                return found
+            if payload.get("key") == key:  # answered as chat.postMessage answers: the caller reads its ts
+                return SlackResponse(client=client, http_verb="POST", api_url=found.api_url, req_args={},
+                                     data={"ok": True, "channel": kwargs["channel"], "ts": message.get("ts"),
+                                           "message": message},
+                                     headers={}, status_code=200)
         return None
 
     def upload(self, channel: str, thread_ts: str | None, filename: str, content: str, title: str,

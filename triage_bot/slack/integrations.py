@@ -24,9 +24,12 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from triage_bot.slack.text import escape, truncate
+
+if TYPE_CHECKING:
+    from triage_bot.history import HistoryStore
 
 log = logging.getLogger(__name__)
 
@@ -96,7 +99,7 @@ class Integrations:
     """Reads engine health and the digest; every failure becomes a sentence, not an error."""
 
     def __init__(self, engine_status: Callable[[], Any] | None = None, last_digest: Callable[[], Any] | None = None,
-                 *, history: Any | None = None, discover: bool = True):
+                 *, history: HistoryStore | None = None, discover: bool = True):
         self.history = history
         self._engine_status = engine_status
         self._last_digest = last_digest

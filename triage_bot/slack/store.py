@@ -42,6 +42,7 @@ from sqlalchemy import (
 from sqlalchemy.exc import IntegrityError, OperationalError, ProgrammingError
 from sqlalchemy.orm import Session, sessionmaker
 
+from triage_bot.history.db import rowcount
 from triage_bot.redaction import redact_value
 
 log = logging.getLogger(__name__)
@@ -135,11 +136,10 @@ class SlackStore:
         with self.session_factory.begin() as session:
             # a reply can quote a paste: what waits in a table is redacted like everything stored
             safe = {k: v if k == "url" else redact_value(v) for k, v in json.loads(json.dumps(payload, default=str)).items()}
-            result = session.execute(insert(outbox_table).values(
+            return int(session.execute(insert(outbox_table).values(
                 method=method, payload=safe, created_at=now,
                 next_at=now + timedelta(seconds=max(delay, 1.0)), attempts=1, last_error=error[:2000],
-                state="pending"))
-            return int(result.inserted_primary_key[0])
+                state="pending").returning(outbox_table.c.id)).scalar_one())
 
     def claim_due(self, limit: int = 20, now: datetime | None = None) -> list[OutboxItem]:
         """Rows due for a retry, each claimed for LEASE so another replica skips it meanwhile."""
@@ -153,12 +153,12 @@ class SlackStore:
                 .order_by(outbox_table.c.id).limit(limit)
             ).all()
             for row in rows:
-                won = session.execute(
+                won = rowcount(session.execute(
                     update(outbox_table)
                     .where(outbox_table.c.id == row.id,
                            or_(outbox_table.c.claimed_until.is_(None), outbox_table.c.claimed_until < now))
                     .values(claimed_until=now + LEASE)
-                ).rowcount
+                ))
                 if won:
                     claimed.append(OutboxItem(row.id, row.method, row.payload, row.attempts))
         return claimed

@@ -9,8 +9,8 @@ that decision stays in the listeners and everything else is here, once.
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Any
 
 from slack_sdk import WebClient
 
@@ -19,6 +19,9 @@ from triage_bot.core import Triager
 from triage_bot.slack.blocks import Message, Repeat, answer_message, repeat_message
 from triage_bot.slack.files import FileReader
 from triage_bot.slack.text import escape, from_slack
+
+if TYPE_CHECKING:
+    from triage_bot.history import HistoryStore
 
 log = logging.getLogger(__name__)
 
@@ -57,7 +60,7 @@ class Triaged:
 class TriageJob:
     """Triage text and attached files; record matches in the history (when there is one)."""
 
-    def __init__(self, triager: Triager, history: Any | None, files: FileReader):
+    def __init__(self, triager: Triager, history: HistoryStore | None, files: FileReader):
         self.triager = triager
         self.history = history
         self.files = files
@@ -91,8 +94,9 @@ class TriageJob:
         observation = Observation(
             signature_id=m.id, engine=m.engine, severity=m.severity, source="slack", channel=channel,
             thread_ts=thread_ts, user=user, excerpt=text, confidence=m.confidence, values=dict(m.values),
-            **({"key": key} if key else {}),
         )
+        if key:  # Slack's event id: a redelivered event then joins the occurrence it already made
+            observation = replace(observation, key=key)
         try:
             result = self.history.record(observation)
         except Exception as exc:  # the answer matters more than its record

@@ -236,7 +236,8 @@ class FakeEngine:
         handler = getattr(self, f"_{self.kind}", None)
         if handler is None:
             return _json(404, {"detail": "Not Found"})
-        return handler(method, path, body, m)
+        reply: Reply = handler(method, path, body, m)
+        return reply
 
     def _healthy_health(self, path: str) -> Reply:
         if self.kind == "sglang":
@@ -502,9 +503,9 @@ class FakeEngine:
             ("trtllm_generation_tokens", "Number of generation tokens processed.", self.gen_tokens),
             ("trtllm_request_error", "Count of failed requests.", round(self.finished["abort"])),
         ):
-            fam = CounterMetricFamily(name, doc, labels=names)
-            fam.add_metric(values, value)
-            out.append(fam)
+            counter = CounterMetricFamily(name, doc, labels=names)
+            counter.add_metric(values, value)
+            out.append(counter)
         return out
 
     # ------------------------------------------------------------------ Triton

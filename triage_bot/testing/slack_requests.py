@@ -57,7 +57,7 @@ class SignedSender:
     def post(self, body: str, content_type: str, *, timestamp: int | None = None, signature: str | None = None,
              headers: dict[str, str] | None = None) -> Sent:
         ts = str(int(time.time()) if timestamp is None else timestamp)
-        sig = signature or self.verifier.generate_signature(timestamp=ts, body=body)
+        sig = signature or str(self.verifier.generate_signature(timestamp=ts, body=body))
         all_headers = {"Content-Type": content_type, "X-Slack-Request-Timestamp": ts, "X-Slack-Signature": sig,
                        **(headers or {})}
         started = time.perf_counter()

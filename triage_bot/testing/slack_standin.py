@@ -31,7 +31,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
-from triage_bot.slack.blocks import MAX_VIEW_BLOCKS, validate
+from triage_bot.blockkit import MAX_VIEW_BLOCKS
+from triage_bot.slack.blocks import validate
 from triage_bot.testing.waiting import wait_until
 
 BOT_TOKEN = "xoxb-standin-token"
@@ -142,7 +143,7 @@ class SlackStandin:
     def base(self) -> str:
         assert self._server is not None, "start() the stand-in first"
         host, port = self._server.server_address[:2]
-        return f"http://{host}:{port}"
+        return f"http://{host!s}:{port}"
 
     @property
     def api_url(self) -> str:

@@ -57,7 +57,7 @@ class Candidate:
 
 def _lines_hit(norm: Normalized, pattern: re2._Regexp) -> set[int]:
     """Indexes of the lines where `pattern` occurs: one linear RE2 pass over the whole paste."""
-    return {norm.line_at(m.start()).index for m in pattern.finditer(norm.text)}
+    return {norm.line_at(m.start()).number for m in pattern.finditer(norm.text)}
 
 
 class LineWeights:
@@ -76,15 +76,15 @@ class LineWeights:
         score = 0.0
         if _EXCEPTION.match(text):
             score += 3.0
-        elif line.index in self._named:
+        elif line.number in self._named:
             score += 1.5
-        if line.index in self._trt:
+        if line.number in self._trt:
             score += 3.0
         if line.level in ("ERROR", "CRITICAL", "FATAL"):
             score += 1.0
         elif line.level == "WARNING":
             score += 0.5
-        if line.index in self._errorish:
+        if line.number in self._errorish:
             score += 1.5
         if line.level in ("INFO", "DEBUG") and score < 3.0:
             score *= 0.3
@@ -109,8 +109,8 @@ def find_candidates(norm: Normalized, limit: int = MAX_CANDIDATES) -> list[Candi
         scored.append(Candidate(line, weight, bool(WRAPPER_LINES.search(text))))
     if len(scored) > limit:
         # keep the strongest lines, preferring later ones on ties (tracebacks end with the cause)
-        best = sorted(scored, key=lambda c: (c.score, c.line.index), reverse=True)[:limit]
-        scored = sorted(best, key=lambda c: c.line.index)
+        best = sorted(scored, key=lambda c: (c.score, c.line.number), reverse=True)[:limit]
+        scored = sorted(best, key=lambda c: c.line.number)
     return scored
 
 

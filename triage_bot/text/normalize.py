@@ -92,7 +92,7 @@ class Line(NamedTuple):
     immutable record to build.
     """
 
-    index: int
+    number: int  # 0-based position in the paste
     text: str
     raw: str
     level: str | None

@@ -83,4 +83,4 @@ def get_probe(kind: str) -> ProbeModule:
     if kind not in available_kinds():
         raise KeyError(f"no probe for engine kind {kind!r}")
     module: ModuleType = importlib.import_module(f"{__name__}.{kind}")
-    return module  # type: ignore[return-value]
+    return module

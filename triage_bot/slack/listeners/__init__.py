@@ -14,13 +14,17 @@ import importlib
 import logging
 from collections.abc import Callable
 from functools import wraps
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from slack_bolt import Ack, App, BoltContext
 from slack_sdk import WebClient
+from slack_sdk.web import SlackResponse
 
 from triage_bot import metrics
 from triage_bot.slack.inbox import REPLAY
+
+if TYPE_CHECKING:
+    from triage_bot.slack.app import Deps
 
 log = logging.getLogger(__name__)
 
@@ -49,7 +53,7 @@ Handler = Callable[[Any, dict[str, Any], WebClient, BoltContext], None]
 HANDLERS: dict[str, Handler] = {}  # inbox kind -> the work for one request body (replays use it too)
 
 
-def durable(deps: Any, kind: str, handler: Handler) -> tuple[Callable[..., None], Callable[..., None]]:
+def durable(deps: Deps, kind: str, handler: Handler) -> tuple[Callable[..., None], Callable[..., None]]:
     """The (ack, lazy) pair of a surface whose request is written down before its ack."""
     HANDLERS[kind] = handler
 
@@ -67,7 +71,7 @@ def durable(deps: Any, kind: str, handler: Handler) -> tuple[Callable[..., None]
     return accept, work
 
 
-def run_once(deps: Any, kind: str, body: dict[str, Any], client: WebClient | None = None,
+def run_once(deps: Deps, kind: str, body: dict[str, Any], client: WebClient | None = None,
              context: BoltContext | None = None, *, replay: bool = False) -> None:
     """Claim the request's inbox row, do its work, mark it done; nothing when another run has it.
     A replay's row was claimed by the sweep that found it."""
@@ -90,18 +94,18 @@ def run_once(deps: Any, kind: str, body: dict[str, Any], client: WebClient | Non
             deps.inbox.done(key)
 
 
-def replay_context(deps: Any, body: dict[str, Any]) -> BoltContext:
+def replay_context(deps: Deps, body: dict[str, Any]) -> BoltContext:
     """What a listener reads from bolt's context, for a request run again from the inbox."""
     bot_user = next((a.get("user_id") for a in body.get("authorizations") or [] if a.get("is_bot")), None)
     return BoltContext({"bot_user_id": bot_user or deps.bot_user_id()})
 
 
-def register_all(app: App, deps: Any) -> None:
+def register_all(app: App, deps: Deps) -> None:
     for name in SURFACES:
         importlib.import_module(f"triage_bot.slack.listeners.{name}").register(app, deps)
 
 
-def post_answer(deps: Any, client: Any, channel: str, thread_ts: str | None, message: Any,
+def post_answer(deps: Deps, client: Any, channel: str, thread_ts: str | None, message: Any,
                 incident_id: int | None, engine: str | None, full_text: Callable[[], str] | None = None,
                 key: str | None = None) -> Any:
     """Post an answer in a channel and remember it, so Resolved and repeats can find it later.
@@ -111,12 +115,14 @@ def post_answer(deps: Any, client: Any, channel: str, thread_ts: str | None, mes
     as a text file (`full_text` renders it), so nothing the bot knows is withheld.
     """
     response = deps.delivery.post(channel, message.kwargs(), thread_ts=thread_ts, client=client, key=key)
-    if response and incident_id is not None and deps.history is not None:
+    if not isinstance(response, SlackResponse):
+        return response  # refused for good, or parked in the outbox for a retry
+    if incident_id is not None and deps.history is not None:
         try:
             deps.history.record_posted(channel, response["ts"], "answer", incident_id, engine)
         except Exception as exc:
             log.warning("could not remember the posted answer: %s", exc)
-    if response and message.cut and full_text is not None:
+    if message.cut and full_text is not None:
         deps.delivery.upload(channel, thread_ts or response["ts"], "triage-answer.txt", full_text(),
                              "The full answer", client=client)
     return response

@@ -15,13 +15,13 @@ import json
 import logging
 import re
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from slack_bolt import App
 from slack_sdk import WebClient
 
+from triage_bot.health.alerts import ACTION_ACK
 from triage_bot.slack.blocks import (
-    ACTION_ACK,
     ACTION_DETAILS,
     ACTION_HELPFUL,
     ACTION_POST,
@@ -38,12 +38,16 @@ from triage_bot.slack.delivery import Failure
 from triage_bot.slack.listeners import durable, once_key, post_answer
 from triage_bot.slack.modals import wrong_match_modal
 
+if TYPE_CHECKING:
+    from triage_bot.history import HistoryStore
+    from triage_bot.slack.app import Deps
+
 log = logging.getLogger(__name__)
 
 _USER_ID = re.compile(r"^[UW][A-Z0-9]{2,}$")
 
 
-def register(app: App, deps: Any) -> None:
+def register(app: App, deps: Deps) -> None:
     for action_id, kind, work in (
         (ACTION_ACK, "acknowledge", lambda deps, body, client, _ctx: handle_acknowledge(deps, body, client)),
         (ACTION_RESOLVE, "resolve", lambda deps, body, client, _ctx: handle_resolve(deps, body, client)),
@@ -66,7 +70,7 @@ def _value(body: dict[str, Any]) -> dict[str, Any]:
 
 
 def _user(body: dict[str, Any]) -> str:
-    return (body.get("user") or {}).get("id", "")
+    return str((body.get("user") or {}).get("id", ""))
 
 
 def _mention(user: str) -> str:
@@ -74,7 +78,7 @@ def _mention(user: str) -> str:
     return f"<@{user}>" if _USER_ID.match(user) else "someone"
 
 
-def _tell(deps: Any, body: dict[str, Any], title: str, text: str = "") -> None:
+def _tell(deps: Deps, body: dict[str, Any], title: str, text: str = "") -> None:
     """An ephemeral note to the person who clicked."""
     url = body.get("response_url")
     if url:
@@ -82,30 +86,32 @@ def _tell(deps: Any, body: dict[str, Any], title: str, text: str = "") -> None:
                                     **text_message(title, text).kwargs()})
 
 
-def _incident(deps: Any, body: dict[str, Any]) -> int | None:
+def _incident(deps: Deps, body: dict[str, Any]) -> tuple[HistoryStore, int] | None:
+    """The history and the incident a button acts on, or None (and the clicker is told why)."""
     value = _value(body)
     incident = value.get("i")
     if deps.history is None or not isinstance(incident, int):
         _tell(deps, body, "This answer has no incident record.",
               "The incident history was not available when it was posted, so there is nothing to update.")
         return None
-    return incident
+    return deps.history, incident
 
 
-def handle_resolve(deps: Any, body: dict[str, Any], client: WebClient) -> None:
+def handle_resolve(deps: Deps, body: dict[str, Any], client: WebClient) -> None:
     user = _user(body)
     if not deps.config.is_admin(user):
         message = refusal("resolve")
         deps.delivery.respond(body["response_url"], {"response_type": "ephemeral", "replace_original": False,
                                                      **message.kwargs()})
         return
-    incident = _incident(deps, body)
-    if incident is None:
+    found = _incident(deps, body)
+    if found is None:
         return
+    history, incident = found
 
     def resolve() -> bool | None:
-        changed = deps.history.resolve(incident, by=user)
-        deps.history.record_feedback(incident, user, "resolved")
+        changed = history.resolve(incident, by=user)
+        history.record_feedback(incident, user, "resolved")
         return changed
 
     _change(deps, body, client, incident, resolve, done="resolved",
@@ -113,16 +119,17 @@ def handle_resolve(deps: Any, body: dict[str, Any], client: WebClient) -> None:
             unposted=("Its next repeat opens a new incident.",))
 
 
-def handle_acknowledge(deps: Any, body: dict[str, Any], client: WebClient) -> None:
-    incident = _incident(deps, body)
-    if incident is None:
+def handle_acknowledge(deps: Deps, body: dict[str, Any], client: WebClient) -> None:
+    found = _incident(deps, body)
+    if found is None:
         return
+    history, incident = found
     user = _user(body)
-    _change(deps, body, client, incident, lambda: deps.history.acknowledge(incident, by=user),
+    _change(deps, body, client, incident, lambda: history.acknowledge(incident, by=user),
             done="acknowledged", note=f":eyes: Acknowledged by {_mention(user)}", drop=ACTION_ACK)
 
 
-def _change(deps: Any, body: dict[str, Any], client: WebClient, incident: int, apply: Any, *, done: str,
+def _change(deps: Deps, body: dict[str, Any], client: WebClient, incident: int, apply: Any, *, done: str,
             note: str, drop: str | None, unposted: tuple[str, ...] = ()) -> None:
     """Apply a change to the incident (`apply` returns False when it was already made), then show who
     made it under the clicked message for everyone, or tell the clicker when there is no message."""
@@ -141,7 +148,7 @@ def _change(deps: Any, body: dict[str, Any], client: WebClient, incident: int, a
         _tell(deps, body, f"Incident #{incident} {done}.", *unposted)
 
 
-def _edit(deps: Any, body: dict[str, Any], client: WebClient, note: dict[str, Any], drop: str | None = None) -> bool:
+def _edit(deps: Deps, body: dict[str, Any], client: WebClient, note: dict[str, Any], drop: str | None = None) -> bool:
     """Add `note` under the clicked message for everyone; without the `drop` button, or all buttons."""
     container = body.get("container") or {}
     message = body.get("message")
@@ -161,7 +168,7 @@ def _edit(deps: Any, body: dict[str, Any], client: WebClient, note: dict[str, An
     return True
 
 
-def handle_wrong_match(deps: Any, body: dict[str, Any], client: WebClient) -> None:
+def handle_wrong_match(deps: Deps, body: dict[str, Any], client: WebClient) -> None:
     value = _value(body)
     container = body.get("container") or {}
     metadata = {"i": value.get("i"), "s": value.get("s"), "c": container.get("channel_id"),
@@ -170,15 +177,16 @@ def handle_wrong_match(deps: Any, body: dict[str, Any], client: WebClient) -> No
     deps.delivery.call("views.open", client, trigger_id=body["trigger_id"], view=view)
 
 
-def handle_helpful(deps: Any, body: dict[str, Any]) -> None:
-    incident = _incident(deps, body)
-    if incident is None:
+def handle_helpful(deps: Deps, body: dict[str, Any]) -> None:
+    found = _incident(deps, body)
+    if found is None:
         return
-    deps.history.record_feedback(incident, _user(body), "helpful")
+    history, incident = found
+    history.record_feedback(incident, _user(body), "helpful")
     _tell(deps, body, "Thanks, noted that this answer helped.")
 
 
-def handle_details(deps: Any, body: dict[str, Any]) -> None:
+def handle_details(deps: Deps, body: dict[str, Any]) -> None:
     """Why, the protocol, the FAQ and the docs, shown only to whoever asked (the answer stays short)."""
     value = _value(body)
     sig_id, engine = value.get("s"), value.get("e")
@@ -192,7 +200,7 @@ def handle_details(deps: Any, body: dict[str, Any]) -> None:
         deps.delivery.respond(url, {"response_type": "ephemeral", "replace_original": False, **message.kwargs()})
 
 
-def handle_post(deps: Any, body: dict[str, Any], client: WebClient) -> None:
+def handle_post(deps: Deps, body: dict[str, Any], client: WebClient) -> None:
     key = _value(body).get("k")
     share = deps.store.get_share(key) if deps.store is not None and isinstance(key, str) else None
     if share is None:

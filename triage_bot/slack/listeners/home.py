@@ -8,14 +8,18 @@ from __future__ import annotations
 
 import logging
 import re
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from slack_bolt import App
 from slack_sdk import WebClient
 
-from triage_bot.slack.blocks import MAX_SECTION, MAX_VIEW_BLOCKS, context, header, section
+from triage_bot.blockkit import MAX_SECTION, MAX_VIEW_BLOCKS
+from triage_bot.slack.blocks import context, header, section
 from triage_bot.slack.listeners import ack_now, logged
 from triage_bot.slack.text import escape, truncate
+
+if TYPE_CHECKING:
+    from triage_bot.slack.app import Deps
 
 log = logging.getLogger(__name__)
 
@@ -24,7 +28,7 @@ OPEN_LIMIT = 20
 _CHANNEL_ID = re.compile(r"^[CGD][A-Z0-9]{2,}$")
 
 
-def register(app: App, deps: Any) -> None:
+def register(app: App, deps: Deps) -> None:
     @logged
     def on_home(event: dict[str, Any], client: WebClient) -> None:
         if event.get("tab", "home") != "home":
@@ -35,7 +39,7 @@ def register(app: App, deps: Any) -> None:
     deps.surfaces.events.update(EVENTS)
 
 
-def _open_incidents(deps: Any) -> list[str]:
+def _open_incidents(deps: Deps) -> list[str]:
     if deps.history is None:
         return ["_The incident history is not configured._"]
     try:
@@ -68,7 +72,7 @@ def _chunks(lines: list[str]) -> list[dict[str, Any]]:
     return blocks
 
 
-def home_view(deps: Any) -> dict[str, Any]:
+def home_view(deps: Deps) -> dict[str, Any]:
     blocks: list[dict[str, Any]] = [header("triage-bot"),
                                     context(f"Paste an engine error in a channel I'm in, or try "
                                             f"`{deps.config.command} help`.")]

@@ -8,7 +8,7 @@ subcommand (`@triage-bot history vllm`) works as with `/triage`.
 from __future__ import annotations
 
 import logging
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from slack_bolt import App, BoltContext
 from slack_sdk import WebClient
@@ -17,13 +17,16 @@ from triage_bot.slack.blocks import text_message
 from triage_bot.slack.listeners import durable, post_answer
 from triage_bot.slack.text import strip_mention
 
+if TYPE_CHECKING:
+    from triage_bot.slack.app import Deps
+
 log = logging.getLogger(__name__)
 
 EVENTS = ("app_mention",)
 
 
-def register(app: App, deps: Any) -> None:
-    def work(deps: Any, body: dict[str, Any], client: WebClient, context: BoltContext) -> None:
+def register(app: App, deps: Deps) -> None:
+    def work(deps: Deps, body: dict[str, Any], client: WebClient, context: BoltContext) -> None:
         handle_mention(deps, body, body.get("event") or {}, client, context)
 
     accept, on_mention = durable(deps, "mention", work)
@@ -32,7 +35,7 @@ def register(app: App, deps: Any) -> None:
     deps.surfaces.events.update(EVENTS)
 
 
-def handle_mention(deps: Any, body: dict[str, Any], event: dict[str, Any], client: WebClient,
+def handle_mention(deps: Deps, body: dict[str, Any], event: dict[str, Any], client: WebClient,
                    context: BoltContext) -> None:
     event_id = body.get("event_id")
     channel = event.get("channel") or ""

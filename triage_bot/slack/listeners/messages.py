@@ -13,7 +13,7 @@ the bot (the `app_mention` listener answers those; both events arrive for one me
 from __future__ import annotations
 
 import logging
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from slack_bolt import App, BoltContext
 from slack_sdk import WebClient
@@ -21,14 +21,17 @@ from slack_sdk import WebClient
 from triage_bot.slack.listeners import durable, post_answer
 from triage_bot.slack.text import mentions_of
 
+if TYPE_CHECKING:
+    from triage_bot.slack.app import Deps
+
 log = logging.getLogger(__name__)
 
 EVENTS = ("message",)  # message.channels, message.groups, message.im, message.mpim in the manifest
 NEW_MESSAGE_SUBTYPES = (None, "bot_message", "thread_broadcast", "file_share")
 
 
-def register(app: App, deps: Any) -> None:
-    def work(deps: Any, body: dict[str, Any], client: WebClient, context: BoltContext) -> None:
+def register(app: App, deps: Deps) -> None:
+    def work(deps: Deps, body: dict[str, Any], client: WebClient, context: BoltContext) -> None:
         handle_message(deps, body, body.get("event") or {}, client, context)
 
     accept, on_message = durable(deps, "message", work)
@@ -44,7 +47,7 @@ def register(app: App, deps: Any) -> None:
     deps.surfaces.events.update(EVENTS)
 
 
-def handle_message(deps: Any, body: dict[str, Any], event: dict[str, Any], client: WebClient,
+def handle_message(deps: Deps, body: dict[str, Any], event: dict[str, Any], client: WebClient,
                    context: BoltContext) -> None:
     config = deps.config
     if (event.get("bot_id") or event.get("subtype") == "bot_message") and not config.reply_to_bots:
@@ -76,7 +79,7 @@ def handle_message(deps: Any, body: dict[str, Any], event: dict[str, Any], clien
                 match.engine if match else None, triaged.full_text, key=event_id)
 
 
-def _post_problems(deps: Any, client: WebClient, channel: str, thread_ts: str | None, problems: list[str]) -> None:
+def _post_problems(deps: Deps, client: WebClient, channel: str, thread_ts: str | None, problems: list[str]) -> None:
     from triage_bot.slack.blocks import text_message
 
     message = text_message("I could not read the attachment.", "\n".join(problems))

@@ -8,7 +8,7 @@ invite the bot.
 from __future__ import annotations
 
 import logging
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from slack_bolt import App
 from slack_sdk import WebClient
@@ -17,19 +17,22 @@ from triage_bot.slack.blocks import text_message
 from triage_bot.slack.delivery import Failure
 from triage_bot.slack.listeners import durable, once_key, post_answer
 
+if TYPE_CHECKING:
+    from triage_bot.slack.app import Deps
+
 log = logging.getLogger(__name__)
 
 NOT_IN_CHANNEL = ("not_in_channel", "channel_not_found", "is_archived")
 
 
-def register(app: App, deps: Any) -> None:
+def register(app: App, deps: Deps) -> None:
     accept, on_shortcut = durable(deps, "shortcut", lambda deps, body, client, _context: handle_shortcut(deps, body, client))
     callback_id = deps.config.shortcut_callback_id
     app.message_shortcut(callback_id)(ack=accept, lazy=[on_shortcut])
     deps.surfaces.shortcuts.add(callback_id)
 
 
-def handle_shortcut(deps: Any, shortcut: dict[str, Any], client: WebClient) -> None:
+def handle_shortcut(deps: Deps, shortcut: dict[str, Any], client: WebClient) -> None:
     message = shortcut.get("message") or {}
     channel = (shortcut.get("channel") or {}).get("id", "")
     user = (shortcut.get("user") or {}).get("id", "")

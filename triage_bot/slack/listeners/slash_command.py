@@ -9,7 +9,7 @@ can post exactly what the user saw.
 from __future__ import annotations
 
 import logging
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from slack_bolt import App
 
@@ -17,16 +17,19 @@ from triage_bot.slack.blocks import Message, with_share_button
 from triage_bot.slack.listeners import durable
 from triage_bot.slack.text import from_slack
 
+if TYPE_CHECKING:
+    from triage_bot.slack.app import Deps
+
 log = logging.getLogger(__name__)
 
 
-def register(app: App, deps: Any) -> None:
+def register(app: App, deps: Deps) -> None:
     accept, on_command = durable(deps, "command", lambda deps, body, _client, _context: handle_command(deps, body))
     app.command(deps.config.command)(ack=accept, lazy=[on_command])
     deps.surfaces.commands.add(deps.config.command)
 
 
-def ephemeral(deps: Any, message: Message, *, channel: str, user: str, kind: str,
+def ephemeral(deps: Deps, message: Message, *, channel: str, user: str, kind: str,
               incident_id: int | None = None) -> dict[str, Any]:
     """The response_url body of an ephemeral reply, with "Post to channel" when it can be kept."""
     if deps.store is not None and channel:
@@ -38,7 +41,7 @@ def ephemeral(deps: Any, message: Message, *, channel: str, user: str, kind: str
     return {"response_type": "ephemeral", "replace_original": False, **message.kwargs()}
 
 
-def handle_command(deps: Any, command: dict[str, Any]) -> None:
+def handle_command(deps: Deps, command: dict[str, Any]) -> None:
     user = command.get("user_id") or ""
     channel = command.get("channel_id") or ""
     result = deps.commands.run(from_slack(command.get("text", "")), user=user, channel=channel)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import logging
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from slack_bolt import App
 
@@ -13,17 +13,20 @@ from triage_bot.slack.listeners import durable
 from triage_bot.slack.modals import ACTION_PICK, BLOCK_PICK, NONE_OF_THESE, WRONG_MATCH_VIEW
 from triage_bot.slack.text import escape
 
+if TYPE_CHECKING:
+    from triage_bot.slack.app import Deps
+
 log = logging.getLogger(__name__)
 
 
-def register(app: App, deps: Any) -> None:
+def register(app: App, deps: Deps) -> None:
     accept, on_wrong_match = durable(
         deps, "wrong_match_view", lambda deps, body, _client, _ctx: handle_wrong_match(deps, body, body.get("view") or {}))
     app.view(WRONG_MATCH_VIEW)(ack=accept, lazy=[on_wrong_match])
     deps.surfaces.views.add(WRONG_MATCH_VIEW)
 
 
-def handle_wrong_match(deps: Any, body: dict[str, Any], view: dict[str, Any]) -> None:
+def handle_wrong_match(deps: Deps, body: dict[str, Any], view: dict[str, Any]) -> None:
     try:
         meta = json.loads(view.get("private_metadata") or "{}")
     except ValueError:
