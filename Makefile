@@ -17,12 +17,14 @@ run: $(STAMP)
 
 test: $(STAMP)
 	$(BIN)/ruff check triage_bot tests bench
+	$(BIN)/ruff format --check triage_bot tests bench
 	$(BIN)/mypy
 	$(BIN)/triage-bot kb lint --quiet
 	$(BIN)/pytest -q -n auto --dist loadfile
 
 lint: $(STAMP)
 	$(BIN)/ruff check triage_bot tests bench
+	$(BIN)/ruff format --check triage_bot tests bench
 	$(BIN)/mypy
 
 eval: $(STAMP)

@@ -30,8 +30,15 @@ from pathlib import Path
 from triage_bot.health.config import parse_engines
 from triage_bot.health.monitor import HealthMonitor
 
-MODES = ["healthy"] * 92 + ["hang"] * 2 + ["refused"] * 2 + ["slow_drip"] * 1 + ["huge_body"] * 1 + \
-        ["kv_saturated"] * 1 + ["metrics_missing"] * 1
+MODES = (
+    ["healthy"] * 92
+    + ["hang"] * 2
+    + ["refused"] * 2
+    + ["slow_drip"] * 1
+    + ["huge_body"] * 1
+    + ["kv_saturated"] * 1
+    + ["metrics_missing"] * 1
+)
 TIMEOUTS = {"vllm": 2.0, "sglang": 3.0, "trtllm": 3.0}
 
 
@@ -53,9 +60,21 @@ def _fleet(count: int) -> tuple[subprocess.Popen[str], list[dict[str, str]]]:
             modes[i] = "healthy"  # a hung SGLang costs its 3 s deadline like any other; keep the mix simple
     cpu = ["--cpu", "1"] if (os.cpu_count() or 1) > 1 else []
     proc = subprocess.Popen(
-        [sys.executable, "-m", "triage_bot.testing.fake_engines", "--count", str(count), "--kinds", "vllm,sglang,trtllm",
-         "--modes", ",".join(modes), *cpu],
-        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+        [
+            sys.executable,
+            "-m",
+            "triage_bot.testing.fake_engines",
+            "--count",
+            str(count),
+            "--kinds",
+            "vllm,sglang,trtllm",
+            "--modes",
+            ",".join(modes),
+            *cpu,
+        ],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
     )
     assert proc.stdout is not None
     line = proc.stdout.readline()
@@ -68,11 +87,20 @@ def bench_pass(count: int) -> str:
     try:
         if previous is not None:
             os.sched_setaffinity(0, {0})
-        config = parse_engines({
-            "poller": {"concurrency": 256},
-            "engines": [{"name": e["name"], "kind": e["kind"], "base_url": e["base_url"],
-                         "timeout_s": TIMEOUTS[e["kind"]]} for e in engines],
-        })
+        config = parse_engines(
+            {
+                "poller": {"concurrency": 256},
+                "engines": [
+                    {
+                        "name": e["name"],
+                        "kind": e["kind"],
+                        "base_url": e["base_url"],
+                        "timeout_s": TIMEOUTS[e["kind"]],
+                    }
+                    for e in engines
+                ],
+            }
+        )
         time.sleep(1.0)  # let the fakes queue some iterations (trtllm-serve's /metrics drains)
         monitor = HealthMonitor(config)
         rss0 = _rss_mib()
@@ -106,20 +134,22 @@ def bench_pass(count: int) -> str:
     mode_count: dict[str, int] = {}
     for e in engines:
         mode_count[e["mode"]] = mode_count.get(e["mode"], 0) + 1
-    return "\n".join([
-        f"**One check pass over {count:,} fake engines** (bot pinned to one core, concurrency 256, "
-        f"deadlines {', '.join(f'{k} {v:g} s' for k, v in TIMEOUTS.items())}; fleet modes: "
-        f"{', '.join(f'{m} {n}' for m, n in sorted(mode_count.items()))})",
-        "",
-        "| pass | wall time | CPU time | slowest engine |",
-        "|---|---|---|---|",
-        f"| cold (new connections) | {cold:.2f} s | {cold_cpu:.2f} s | |",
-        f"| warm (keep-alive) | {warm:.2f} s | {warm_cpu:.2f} s | {slowest:.2f} s |",
-        "",
-        f"Memory: Python peak allocation during a pass {peak / 2**20:.1f} MiB; RSS {rss0:.0f} → {rss1:.0f} MiB after three passes "
-        f"(the 50 MB bodies are cut at the 8 MiB cap). States after the warm pass: "
-        f"{', '.join(f'{k} {v}' for k, v in sorted(by_state.items()))}.",
-    ])
+    return "\n".join(
+        [
+            f"**One check pass over {count:,} fake engines** (bot pinned to one core, concurrency 256, "
+            f"deadlines {', '.join(f'{k} {v:g} s' for k, v in TIMEOUTS.items())}; fleet modes: "
+            f"{', '.join(f'{m} {n}' for m, n in sorted(mode_count.items()))})",
+            "",
+            "| pass | wall time | CPU time | slowest engine |",
+            "|---|---|---|---|",
+            f"| cold (new connections) | {cold:.2f} s | {cold_cpu:.2f} s | |",
+            f"| warm (keep-alive) | {warm:.2f} s | {warm_cpu:.2f} s | {slowest:.2f} s |",
+            "",
+            f"Memory: Python peak allocation during a pass {peak / 2**20:.1f} MiB; RSS {rss0:.0f} → {rss1:.0f} MiB after three passes "
+            f"(the 50 MB bodies are cut at the 8 MiB cap). States after the warm pass: "
+            f"{', '.join(f'{k} {v}' for k, v in sorted(by_state.items()))}.",
+        ]
+    )
 
 
 def _seed_history(url: str, occurrences: int, now: datetime) -> tuple[int, int]:
@@ -133,9 +163,22 @@ def _seed_history(url: str, occurrences: int, now: datetime) -> tuple[int, int]:
     Base.metadata.create_all(engine)
     rng = random.Random(11)
     kinds = ["vllm", "sglang", "trtllm"]
-    sigs = [f"health.{s}" for s in ("engine_down", "stuck_generation", "kv_cache_saturated", "queue_starvation",
-                                     "preemption_storm", "metrics_missing")] + \
-           [f"vllm.sig_{i}" for i in range(12)] + [f"sglang.sig_{i}" for i in range(8)] + [f"trtllm.sig_{i}" for i in range(4)]
+    sigs = (
+        [
+            f"health.{s}"
+            for s in (
+                "engine_down",
+                "stuck_generation",
+                "kv_cache_saturated",
+                "queue_starvation",
+                "preemption_storm",
+                "metrics_missing",
+            )
+        ]
+        + [f"vllm.sig_{i}" for i in range(12)]
+        + [f"sglang.sig_{i}" for i in range(8)]
+        + [f"trtllm.sig_{i}" for i in range(4)]
+    )
     n_incidents = max(10, occurrences // 50)
     start = now - timedelta(days=14)
     incidents = []
@@ -144,29 +187,60 @@ def _seed_history(url: str, occurrences: int, now: datetime) -> tuple[int, int]:
         kind, sig, target = rng.choice(kinds), rng.choice(sigs), f"engine-{rng.randrange(100)}"
         resolved = first + timedelta(minutes=rng.uniform(2, 600)) if rng.random() < 0.8 else None
         acked = first + timedelta(minutes=rng.uniform(0.5, 30)) if rng.random() < 0.6 else None
-        incidents.append({
-            "id": i + 1, "fingerprint": fingerprint(sig, kind, target), "active_key": None if resolved else f"k{i}",
-            "signature_id": sig, "engine": kind, "target": target, "status": "resolved" if resolved else "open",
-            "severity": "high", "source": "health", "first_seen": first, "last_seen": first + timedelta(hours=1),
-            "occurrence_count": 50, "is_recurring": rng.random() < 0.4, "previous_incident_id": None,
-            "acknowledged_at": acked, "resolved_at": resolved,
-        })
+        incidents.append(
+            {
+                "id": i + 1,
+                "fingerprint": fingerprint(sig, kind, target),
+                "active_key": None if resolved else f"k{i}",
+                "signature_id": sig,
+                "engine": kind,
+                "target": target,
+                "status": "resolved" if resolved else "open",
+                "severity": "high",
+                "source": "health",
+                "first_seen": first,
+                "last_seen": first + timedelta(hours=1),
+                "occurrence_count": 50,
+                "is_recurring": rng.random() < 0.4,
+                "previous_incident_id": None,
+                "acknowledged_at": acked,
+                "resolved_at": resolved,
+            }
+        )
     with engine.begin() as conn:
         conn.execute(insert(Incident), incidents)
     batch: list[dict] = []
     with engine.begin() as conn:
         for j in range(occurrences):
             inc = incidents[j % n_incidents]
-            batch.append({"incident_id": inc["id"], "key": uuid.uuid4().hex, "seen_at": inc["first_seen"] + timedelta(seconds=j % 3600),
-                          "source": "health", "excerpt": "engine x is down: connection refused", "excerpt_truncated": False,
-                          "excerpt_bytes": 36, "values": {}})
+            batch.append(
+                {
+                    "incident_id": inc["id"],
+                    "key": uuid.uuid4().hex,
+                    "seen_at": inc["first_seen"] + timedelta(seconds=j % 3600),
+                    "source": "health",
+                    "excerpt": "engine x is down: connection refused",
+                    "excerpt_truncated": False,
+                    "excerpt_bytes": 36,
+                    "values": {},
+                }
+            )
             if len(batch) == 50_000:
                 conn.execute(insert(Occurrence), batch)
                 batch = []
         if batch:
             conn.execute(insert(Occurrence), batch)
-        checks = [{"engine": f"engine-{e}", "checked_at": start + timedelta(minutes=5 * k), "state": "up" if rng.random() < 0.99 else "down",
-                   "latency_ms": 10.0, "details": {}} for e in range(50) for k in range(14 * 288)]
+        checks = [
+            {
+                "engine": f"engine-{e}",
+                "checked_at": start + timedelta(minutes=5 * k),
+                "state": "up" if rng.random() < 0.99 else "down",
+                "latency_ms": 10.0,
+                "details": {},
+            }
+            for e in range(50)
+            for k in range(14 * 288)
+        ]
         for k in range(0, len(checks), 50_000):
             conn.execute(insert(EngineCheck), checks[k : k + 50_000])
     engine.dispose()
@@ -194,27 +268,32 @@ def bench_digest(occurrences: int) -> str:
         png = render_png(digest)
         png_s = time.perf_counter() - t0
         assert not limit_problems(blocks)
-    return "\n".join([
-        f"**Digest over {occurrences:,} occurrences** ({n_incidents:,} incidents over 14 days, {n_checks:,} engine checks; "
-        f"SQLite; seeding took {seed_s:.1f} s)",
-        "",
-        "| step | time |",
-        "|---|---|",
-        f"| numbers (this week + previous week, per day, MTTA/MTTR per signature) | {numbers_s:.2f} s |",
-        f"| Block Kit from the sandboxed template | {blocks_s * 1000:.1f} ms |",
-        f"| PNG chart (matplotlib Agg, {len(png) / 1024:.0f} KiB) | {png_s:.2f} s |",
-        f"| total | {numbers_s + blocks_s + png_s:.2f} s |",
-    ])
+    return "\n".join(
+        [
+            f"**Digest over {occurrences:,} occurrences** ({n_incidents:,} incidents over 14 days, {n_checks:,} engine checks; "
+            f"SQLite; seeding took {seed_s:.1f} s)",
+            "",
+            "| step | time |",
+            "|---|---|",
+            f"| numbers (this week + previous week, per day, MTTA/MTTR per signature) | {numbers_s:.2f} s |",
+            f"| Block Kit from the sandboxed template | {blocks_s * 1000:.1f} ms |",
+            f"| PNG chart (matplotlib Agg, {len(png) / 1024:.0f} KiB) | {png_s:.2f} s |",
+            f"| total | {numbers_s + blocks_s + png_s:.2f} s |",
+        ]
+    )
 
 
 def run(quick: bool = False) -> str:
     engines = 60 if quick else 1000
     occurrences = 20_000 if quick else 1_000_000
-    return "\n\n".join([
-        "## Health checks and digest" + (" (quick mode: small sizes, not a measurement)" if quick else ""),
-        bench_pass(engines),
-        bench_digest(occurrences),
-    ])
+    return "\n\n".join(
+        [
+            "## Health checks and digest"
+            + (" (quick mode: small sizes, not a measurement)" if quick else ""),
+            bench_pass(engines),
+            bench_digest(occurrences),
+        ]
+    )
 
 
 if __name__ == "__main__":

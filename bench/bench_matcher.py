@@ -42,7 +42,10 @@ ONE_LINE = ROOT / "bench" / "one_line_error.txt"
 def synthetic_kb(base: KnowledgeBase, n: int, seed: int = 7) -> KnowledgeBase:
     """n signatures shaped like the real ones, each with its own rare words, so no index shortcut applies."""
     rng = random.Random(seed)
-    words = ["".join(rng.choice("abcdefghijklmnopqrstuvwxyz") for _ in range(rng.randint(6, 11))) for _ in range(4 * n)]
+    words = [
+        "".join(rng.choice("abcdefghijklmnopqrstuvwxyz") for _ in range(rng.randint(6, 11)))
+        for _ in range(4 * n)
+    ]
     specific = [s for s in base.signatures if not s.is_family]
     sigs = list(base.signatures)
     for i in range(n - len(sigs)):
@@ -60,8 +63,15 @@ def synthetic_kb(base: KnowledgeBase, n: int, seed: int = 7) -> KnowledgeBase:
                 }
             )
         )
-    return KnowledgeBase(sigs, base.engines, base.faq, base.matrix_dimensions, base.taxonomy,
-                         {s.id: ("synthetic", 0) for s in sigs}, base.directory)
+    return KnowledgeBase(
+        sigs,
+        base.engines,
+        base.faq,
+        base.matrix_dimensions,
+        base.taxonomy,
+        {s.id: ("synthetic", 0) for s in sigs},
+        base.directory,
+    )
 
 
 def _ms(fn: Callable[[], object]) -> float:
@@ -92,7 +102,10 @@ def _row(name: str, kb: KnowledgeBase, pastes: list[str], peer_count: int) -> di
     examples = [e for s in kb.signatures for e in (*s.messages, *s.examples)]
     first = [_ms(lambda p=p: triager.match(p)) for p in pastes]
     again = [_ms(lambda p=p: triager.match(p)) for p in pastes]
-    peer = [_ms(lambda p=p: process.extractOne(p, examples, scorer=fuzz.token_set_ratio)) for p in pastes[:peer_count]]
+    peer = [
+        _ms(lambda p=p: process.extractOne(p, examples, scorer=fuzz.token_set_ratio))
+        for p in pastes[:peer_count]
+    ]
     scan = _one_scan(kb)
     clean = [normalize(p).text for p in pastes[: max(3, peer_count)]]
     limit = []
@@ -100,9 +113,18 @@ def _row(name: str, kb: KnowledgeBase, pastes: list[str], peer_count: int) -> di
         scan(text)
         scan(text)
         limit.append(_ms(lambda t=text: scan(t)))  # the same text a third time: its DFA states are built
-    return {"name": name, "sigs": len(kb.signatures), "n": len(pastes),
-            "first50": _p(first, 50), "first99": _p(first, 99), "again50": _p(again, 50), "again99": _p(again, 99),
-            "peer50": _p(peer, 50), "peer99": _p(peer, 99), "limit50": _p(limit, 50)}
+    return {
+        "name": name,
+        "sigs": len(kb.signatures),
+        "n": len(pastes),
+        "first50": _p(first, 50),
+        "first99": _p(first, 99),
+        "again50": _p(again, 50),
+        "again99": _p(again, 99),
+        "peer50": _p(peer, 50),
+        "peer99": _p(peer, 99),
+        "limit50": _p(limit, 50),
+    }
 
 
 def _whole_process(runs: int) -> tuple[float, float]:

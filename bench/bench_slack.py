@@ -84,12 +84,12 @@ def _history(url: str) -> HistoryStore:
 def run_one(url: str, events: int) -> dict[str, float | int]:
     with SlackStandin() as slack:
         # the stand-in has no per-channel limit: posts are not paced, so the run measures the bot
-        config = SlackConfig(bot_token=BOT_TOKEN, signing_secret=SIGNING_SECRET, api_url=slack.api_url,
-                             channel_pace_s=0.0)
+        config = SlackConfig(
+            bot_token=BOT_TOKEN, signing_secret=SIGNING_SECRET, api_url=slack.api_url, channel_pace_s=0.0
+        )
         triager = default_triager()
         triager.warm()  # as `serve` does at start
-        bot = build(config, triager=triager, history=_history(url),
-                    integrations=Integrations(discover=False))
+        bot = build(config, triager=triager, history=_history(url), integrations=Integrations(discover=False))
         bot.start_sweepers()  # as serve does: the outbox, and the inbox that runs what the full queue left
         server = HttpServer(bot, host="127.0.0.1", port=0, threads=CLIENTS).start()
         envelopes = []
@@ -158,8 +158,12 @@ def serve_cpu_per_event(events: int) -> tuple[float, float]:
     from tests.support.replica import Replica
 
     with tempfile.TemporaryDirectory() as work, SlackStandin() as slack:
-        replica = Replica(slack, Path(work), database_url=f"sqlite:///{Path(work) / 'bot.sqlite3'}",
-                          extra_env={"TRIAGE_LOG_LEVEL": "WARNING"}).start()
+        replica = Replica(
+            slack,
+            Path(work),
+            database_url=f"sqlite:///{Path(work) / 'bot.sqlite3'}",
+            extra_env={"TRIAGE_LOG_LEVEL": "WARNING"},
+        ).start()
         try:
             assert replica.process is not None
             pid = replica.process.pid
@@ -171,7 +175,9 @@ def serve_cpu_per_event(events: int) -> tuple[float, float]:
             started = time.perf_counter()
             with req.SignedSender(replica.events_url, SIGNING_SECRET) as send:
                 for n in range(events):
-                    event = req.message(PASTES[n % len(PASTES)], ts=f"1700000001.{n:06d}", channel=f"C{n % 5:08d}")
+                    event = req.message(
+                        PASTES[n % len(PASTES)], ts=f"1700000001.{n:06d}", channel=f"C{n % 5:08d}"
+                    )
                     send.event(req.event_callback(event, bot_user_id=slack.bot_user_id))
             wait_until(lambda: len(slack.bodies("chat.postMessage")) >= events, timeout=120)
             wall = time.perf_counter() - started
@@ -183,7 +189,9 @@ def serve_cpu_per_event(events: int) -> tuple[float, float]:
 def run(quick: bool = False) -> str:
     import logging
 
-    logging.getLogger("waitress.queue").setLevel(logging.ERROR)  # "Task queue depth is N" under load, by design
+    logging.getLogger("waitress.queue").setLevel(
+        logging.ERROR
+    )  # "Task queue depth is N" under load, by design
     events = 150 if quick else 1500
     backends: list[tuple[str, str, Callable[[], None] | None]] = []
     tmp = tempfile.TemporaryDirectory()
@@ -218,18 +226,27 @@ def run(quick: bool = False) -> str:
         lines.append(
             f"| {name} | {r['requests']} | {r['non_200']} | {r['events_per_s']:.0f} | {r['answered_per_s']:.0f} "
             f"| {r['p50_ms']:.1f} ms | {r['p99_ms']:.1f} ms | {r['max_ms']:.1f} ms | {r['missing']} | {r['doubled']} "
-            f"| {r['cpu_ms_per_event']:.1f} ms |")
-    ok = all(r["missing"] == 0 and r["doubled"] == 0 and r["stray"] == 0 and r["non_200"] == 0 for _, r in rows)
-    lines += ["", "Exactly once at the stand-in: " + ("**yes**, every message answered once." if ok else
-                                                      "**NO**: see the missing/doubled columns.")]
+            f"| {r['cpu_ms_per_event']:.1f} ms |"
+        )
+    ok = all(
+        r["missing"] == 0 and r["doubled"] == 0 and r["stray"] == 0 and r["non_200"] == 0 for _, r in rows
+    )
+    lines += [
+        "",
+        "Exactly once at the stand-in: "
+        + ("**yes**, every message answered once." if ok else "**NO**: see the missing/doubled columns."),
+    ]
     if pg is None:
         lines.append("PostgreSQL: not reachable here, so only SQLite was measured.")
     serve_events = 100 if quick else 400
     cpu_ms, wall = serve_cpu_per_event(serve_events)
-    lines += ["", f"**CPU per event of the serve process alone**: {serve_events} messages sent one after another "
-              f"to `triage-bot serve --http` (its own process, SQLite history, warmed up), each answered: "
-              f"**{cpu_ms:.1f} ms** of the process's CPU per message ({wall:.1f} s in all). "
-              "Goal (issue 13): ≤ 2.5 ms."]
+    lines += [
+        "",
+        f"**CPU per event of the serve process alone**: {serve_events} messages sent one after another "
+        f"to `triage-bot serve --http` (its own process, SQLite history, warmed up), each answered: "
+        f"**{cpu_ms:.1f} ms** of the process's CPU per message ({wall:.1f} s in all). "
+        "Goal (issue 13): ≤ 2.5 ms.",
+    ]
     return "\n".join(lines)
 
 

@@ -37,7 +37,9 @@ from triage_bot.history.models import Base, EngineCheck, Incident, Occurrence
 
 PG_URL = os.environ.get("TRIAGE_BENCH_PG_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/test")
 ENGINES = ["vllm", "sglang", "trtllm"]
-SIGNATURES = [f"{prefix}.signature_{i}" for prefix in ("vllm", "sglang", "trtllm", "generic") for i in range(12)]
+SIGNATURES = [
+    f"{prefix}.signature_{i}" for prefix in ("vllm", "sglang", "trtllm", "generic") for i in range(12)
+]
 TARGETS = [f"model-{i}" for i in range(8)]
 PASTE = (
     "(VllmWorkerProcess pid=2421) ERROR 10-14 12:32:47 multiproc_worker_utils.py:233] Traceback (most recent call last):\n"
@@ -221,7 +223,10 @@ def _queries(url: str, now: datetime, repeat: int) -> list[tuple[str, float, flo
         ("history: last 7 days, 100 rows", lambda: store.history(days=7)),
         ("history: engine=vllm, 30 days", lambda: store.history(engine="vllm", days=30)),
         ("history: one signature, 90 days", lambda: store.history(signature_id=SIGNATURES[3], days=90)),
-        ("seen before? (signature, engine, target)", lambda: store.seen_before(SIGNATURES[3], "vllm", "model-1")),
+        (
+            "seen before? (signature, engine, target)",
+            lambda: store.seen_before(SIGNATURES[3], "vllm", "model-1"),
+        ),
         ("digest numbers: 7 days", lambda: store.digest_numbers(*week)),
         ("digest numbers: 30 days", lambda: store.digest_numbers(*month)),
         ("uptime: 8 engines, 7 days", lambda: store.uptime(*week)),

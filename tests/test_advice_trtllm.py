@@ -73,7 +73,9 @@ def test_max_input_len_rounds_the_rebuild_up_and_says_how_much_to_cut() -> None:
     text = "Cannot process new request: Prompt length (5056) exceeds maximum sequence length (2048)"
     answer = _answer(text, "trtllm.max_input_len_exceeded")
     assert "3008 tokens" in answer.recovery
-    assert any("--max_input_len 5120" in c and "--max_seq_len 6144" in c for c in answer.commands), answer.commands
+    assert any("--max_input_len 5120" in c and "--max_seq_len 6144" in c for c in answer.commands), (
+        answer.commands
+    )
 
 
 # -- trtllm.max_seq_len_exceeded --------------------------------------------------------------

@@ -213,7 +213,9 @@ def test_missing_numbers_render_placeholders() -> None:
 
 def test_truncated_v1_kv_message_renders_a_placeholder_command() -> None:
     # the head of vllm-008, cut before the GiB figures
-    text = "ValueError: To serve at least one request with the models's max seq len (1048576), (24.00 GiB KV ca"
+    text = (
+        "ValueError: To serve at least one request with the models's max seq len (1048576), (24.00 GiB KV ca"
+    )
     answer = _answer(text, "vllm.max_model_len_exceeds_kv_cache")
     command = next(c for c in answer.commands if "--max-model-len" in c)
     assert "<" in command and ">" in command

@@ -23,7 +23,7 @@ HOSTILE = [
     "\ud800 lone surrogate",
     "(((((((((((((((((((((((((((((a*)*)*)*)*)*)*)*)*)*)*)*)*)*)*)*)*)*)*)*)*)*)*)*)*)*)*)*)*)*)!",
     "[" * 10_000,
-    "File \"" * 20_000,
+    'File "' * 20_000,
 ]
 
 
@@ -37,13 +37,18 @@ def test_hostile_inputs_are_answered() -> None:
 
 def test_binary_junk_and_invalid_utf8() -> None:
     triager = default_triager()
-    junk = bytes(range(256)) * 400 + b"\xc3\x28 RuntimeError: CUDA error: an illegal memory access was encountered"
+    junk = (
+        bytes(range(256)) * 400
+        + b"\xc3\x28 RuntimeError: CUDA error: an illegal memory access was encountered"
+    )
     answer = triager.triage(junk)
     assert answer.match is not None and answer.match.id == "generic.illegal_memory_access"
 
 
 def test_template_syntax_in_a_paste_is_inert() -> None:
-    answer = default_triager().triage("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate {{7*7}} GiB")
+    answer = default_triager().triage(
+        "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate {{7*7}} GiB"
+    )
     assert "49" not in answer.recovery
 
 

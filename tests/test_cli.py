@@ -34,11 +34,15 @@ def test_triage_file_pretty(tmp_path: Path) -> None:
 def test_batch_jsonl(tmp_path: Path) -> None:
     batch = tmp_path / "in.jsonl"
     batch.write_text(
-        json.dumps({"case": "a", "text": OOM}) + "\n"
-        + json.dumps({"case": "b", "text": "lgtm, merging"}) + "\n"
+        json.dumps({"case": "a", "text": OOM})
+        + "\n"
+        + json.dumps({"case": "b", "text": "lgtm, merging"})
+        + "\n"
         + "not json\n"
-        + json.dumps({"case": "d"}) + "\n"
-        + json.dumps(["a list"]) + "\n",
+        + json.dumps({"case": "d"})
+        + "\n"
+        + json.dumps(["a list"])
+        + "\n",
         encoding="utf-8",
     )
     result = CliRunner().invoke(cli, ["triage", "--jsonl", str(batch)])
@@ -133,7 +137,9 @@ def test_eval_without_arguments_falls_back_to_the_projects_held_out_set(monkeypa
     assert result.exit_code == 0, result.output
     data = json.loads(result.output)
     assert Path(data["corpus"]) == evaluation.HOLDOUT_TEST
-    assert data["counts"]["errors"] == sum(1 for line in (evaluation.HOLDOUT_TEST / "errors.jsonl").open() if line.strip())
+    assert data["counts"]["errors"] == sum(
+        1 for line in (evaluation.HOLDOUT_TEST / "errors.jsonl").open() if line.strip()
+    )
 
 
 def test_eval_says_what_to_pass_when_no_corpus_is_found(monkeypatch, tmp_path: Path) -> None:
@@ -167,9 +173,11 @@ def test_kb_lint_fails_on_an_example_another_signature_takes(tmp_path: Path) -> 
     mine = write_kb(tmp_path / "good")
     assert CliRunner().invoke(cli, ["kb", "lint", "--quiet", "--directory", str(mine)]).exit_code == 0
     # the KV-cache signature gets an example that is really the EngineDeadError wrapper
-    misfiled = MINI_ENGINE.replace('      - "ValueError: No available memory for the cache blocks."\n',
-                                   '      - "ValueError: No available memory for the cache blocks."\n'
-                                   '      - "vllm.v1.engine.exceptions.EngineDeadError: EngineCore died"\n')
+    misfiled = MINI_ENGINE.replace(
+        '      - "ValueError: No available memory for the cache blocks."\n',
+        '      - "ValueError: No available memory for the cache blocks."\n'
+        '      - "vllm.v1.engine.exceptions.EngineDeadError: EngineCore died"\n',
+    )
     assert misfiled != MINI_ENGINE
     broken = write_kb(tmp_path / "bad", **{"vllm.yaml": misfiled})
     result = CliRunner().invoke(cli, ["kb", "lint", "--quiet", "--directory", str(broken)])

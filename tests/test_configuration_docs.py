@@ -25,7 +25,9 @@ def test_every_variable_is_documented() -> None:
 
 def test_the_docs_name_no_variable_nothing_reads() -> None:
     read = {name for cls in CLASSES for name in cls.variables()} | OTHERS
-    documented = set(re.findall(r"`((?:TRIAGE|SLACK)_[A-Z0-9_]+)`", DOC)) | ({"DATABASE_URL"} & set(DOC.split("`")))
+    documented = set(re.findall(r"`((?:TRIAGE|SLACK)_[A-Z0-9_]+)`", DOC)) | (
+        {"DATABASE_URL"} & set(DOC.split("`"))
+    )
     assert sorted(documented - read) == []
 
 

@@ -28,6 +28,10 @@ def _imports(path: Path) -> list[str]:
 def test_no_core_module_imports_slack() -> None:
     core = [p for p in BOT.rglob("*.py") if p.relative_to(BOT).parts[0] not in ADAPTERS]
     assert len(core) > 40
-    bad = {str(p.relative_to(BOT)): name for p in core for name in _imports(p)
-           if name == FORBIDDEN[0] or name.startswith(tuple(f + "." for f in FORBIDDEN) + FORBIDDEN[1:])}
+    bad = {
+        str(p.relative_to(BOT)): name
+        for p in core
+        for name in _imports(p)
+        if name == FORBIDDEN[0] or name.startswith(tuple(f + "." for f in FORBIDDEN) + FORBIDDEN[1:])
+    }
     assert bad == {}

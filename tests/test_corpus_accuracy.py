@@ -38,6 +38,8 @@ def test_explicit_top1_on_fresh_with_evidence(evaluation: Evaluation) -> None:
 
 def test_confidence_is_calibrated_where_it_claims_to_be_sure(evaluation: Evaluation) -> None:
     """Answers the bot gives with >= 0.8 confidence are right at least 90% of the time."""
-    sure = [r for s in (evaluation.errors, evaluation.fresh_evidence) for r in s.results if r.confidence >= 0.8]
+    sure = [
+        r for s in (evaluation.errors, evaluation.fresh_evidence) for r in s.results if r.confidence >= 0.8
+    ]
     assert sure, "no confident answers at all"
     assert sum(r.correct for r in sure) / len(sure) >= 0.9

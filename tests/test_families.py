@@ -21,7 +21,7 @@ FAMILY_PREFIXES = ("component", "install", "platform", "config", "crash", "clien
 CASES: list[tuple[str, str]] = [
     (
         "component.tool_call_parser",
-        '(APIServer pid=7) ERROR 03-02 11:20:14 [serving_chat.py:1021] Error in chat completion stream generator.\n'
+        "(APIServer pid=7) ERROR 03-02 11:20:14 [serving_chat.py:1021] Error in chat completion stream generator.\n"
         "(APIServer pid=7) Traceback (most recent call last):\n"
         '(APIServer pid=7)   File "/usr/local/lib/python3.12/dist-packages/vllm/entrypoints/openai/tool_parsers/'
         'llama_tool_parser.py", line 201, in extract_tool_calls_streaming\n'
@@ -30,7 +30,7 @@ CASES: list[tuple[str, str]] = [
     ),
     (
         "component.structured_output",
-        "ERROR 06-20 08:44:10 [core.py:588]   File \"/usr/local/lib/python3.12/dist-packages/vllm/v1/"
+        'ERROR 06-20 08:44:10 [core.py:588]   File "/usr/local/lib/python3.12/dist-packages/vllm/v1/'
         'structured_output/backend_xgrammar.py", line 155, in compile_grammar\n'
         "ERROR 06-20 08:44:10 [core.py:588] RuntimeError: json_schema_converter.cc:795: "
         "Unsupported keyword in JSON schema: patternProperties",
@@ -71,7 +71,7 @@ CASES: list[tuple[str, str]] = [
     ),
     (
         "component.torch_compile",
-        "(EngineCore_DP0 pid=91) ERROR 11-01 05:05:05 [core.py:708]   File \"/usr/local/lib/python3.12/"
+        '(EngineCore_DP0 pid=91) ERROR 11-01 05:05:05 [core.py:708]   File "/usr/local/lib/python3.12/'
         'dist-packages/torch/_dynamo/output_graph.py", line 1521, in call_user_compiler\n'
         "(EngineCore_DP0 pid=91) ERROR 11-01 05:05:05 [core.py:708] torch._dynamo.exc.BackendCompilerFailed: "
         "backend='inductor' raised: RuntimeError: Failed to find C compiler.",
@@ -90,7 +90,10 @@ CASES: list[tuple[str, str]] = [
         "line 460, in safetensors_weights_iterator\n"
         "safetensors_rust.SafetensorError: Error while deserializing header: MetadataIncompleteBuffer",
     ),
-    ("install.cli_not_found", "root@a1b2c3:/workspace# vllm serve Qwen/Qwen3-8B\nbash: vllm: command not found"),
+    (
+        "install.cli_not_found",
+        "root@a1b2c3:/workspace# vllm serve Qwen/Qwen3-8B\nbash: vllm: command not found",
+    ),
     (
         "install.wheel_unavailable",
         "Collecting tensorrt_llm\n  Downloading tensorrt_llm-0.12.0.tar.gz (1.5 kB)\n"
@@ -178,7 +181,7 @@ def test_speculative_recovery_for_sglang_drops_speculative_flags() -> None:
         "python3 -m sglang.launch_server --model-path Qwen/Qwen3-8B --disaggregation-mode prefill "
         "--disaggregation-transfer-backend mooncake --enable-hierarchical-cache --hicache-ratio 2",
         "vllm serve meta-llama/Llama-3.1-8B --enable-lora --lora-modules sql=/adapters/sql "
-        "--speculative-config '{\"method\": \"ngram\", \"num_speculative_tokens\": 4}'",
+        '--speculative-config \'{"method": "ngram", "num_speculative_tokens": 4}\'',
         "anyone tried speculative decoding with eagle3 on the 70b? curious about the acceptance rate",
     ],
 )

@@ -57,7 +57,9 @@ def test_explicit_requests_showing_a_failure_always_get_an_answer(reports) -> No
     assert unanswered == []
 
 
-@pytest.mark.parametrize(("name", "floor"), [("tune", 0.95), ("tune2", 0.95), ("tune3", 0.93), ("traffic_tune", 0.64)])
+@pytest.mark.parametrize(
+    ("name", "floor"), [("tune", 0.95), ("tune2", 0.95), ("tune3", 0.93), ("traffic_tune", 0.64)]
+)
 def test_tuning_sets_do_not_regress(reports, name: str, floor: float) -> None:
     errors, _ = reports[name]
     assert errors.top1() >= floor, errors.confused()

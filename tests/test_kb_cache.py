@@ -41,8 +41,9 @@ def _builds(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     return calls
 
 
-def test_a_second_load_reads_the_cache_and_an_edit_misses_it(knowledge: Path, where: Path,
-                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_second_load_reads_the_cache_and_an_edit_misses_it(
+    knowledge: Path, where: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     builds = _builds(monkeypatch)
     first = load(knowledge)
     second = load(knowledge)
@@ -67,7 +68,9 @@ def test_a_broken_knowledge_base_is_never_cached(knowledge: Path, where: Path) -
     assert not list(where.glob("kb-*.pickle"))
 
 
-def test_a_cache_others_can_write_is_not_read(knowledge: Path, where: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_cache_others_can_write_is_not_read(
+    knowledge: Path, where: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     load(knowledge)
     builds = _builds(monkeypatch)
     os.chmod(where, 0o777)
@@ -88,8 +91,9 @@ def test_a_torn_cache_file_is_rebuilt(knowledge: Path, where: Path, monkeypatch:
     assert load(knowledge).signatures and builds == [1]
 
 
-def test_an_unwritable_cache_costs_nothing_but_time(knowledge: Path, tmp_path: Path,
-                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+def test_an_unwritable_cache_costs_nothing_but_time(
+    knowledge: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     blocker = tmp_path / "not-a-directory"
     blocker.write_text("x")
     monkeypatch.setenv("TRIAGE_CACHE_DIR", str(blocker / "cache"))

@@ -17,15 +17,23 @@ def _errors(directory: Path) -> list[str]:
 
 def test_valid_mini_kb_loads(mini_kb_dir: Path) -> None:
     kb = load(mini_kb_dir)
-    assert [s.id for s in kb.signatures] == ["component.lora", "vllm.kv_cache_no_memory", "vllm.engine_core_dead"]
+    assert [s.id for s in kb.signatures] == [
+        "component.lora",
+        "vllm.kv_cache_no_memory",
+        "vllm.engine_core_dead",
+    ]
     assert kb.engines["vllm"].name == "vLLM"
     assert kb.source["vllm.engine_core_dead"][0] == "vllm.yaml"
 
 
 def test_unknown_key_is_an_error_with_line(tmp_path: Path) -> None:
-    broken = MINI_ENGINE.replace("    severity: high\n    patterns:", "    severity: high\n    colour: red\n    patterns:", 1)
+    broken = MINI_ENGINE.replace(
+        "    severity: high\n    patterns:", "    severity: high\n    colour: red\n    patterns:", 1
+    )
     errors = _errors(write_kb(tmp_path, **{"vllm.yaml": broken}))
-    assert any("colour" in e and "Extra inputs" in e and e.startswith("vllm.yaml:12:") for e in errors), errors
+    assert any("colour" in e and "Extra inputs" in e and e.startswith("vllm.yaml:12:") for e in errors), (
+        errors
+    )
 
 
 def test_duplicate_id_is_an_error(tmp_path: Path) -> None:
@@ -54,7 +62,9 @@ def test_template_that_does_not_parse_is_an_error(tmp_path: Path) -> None:
 
 def test_taxonomy_id_without_signature_is_an_error(tmp_path: Path) -> None:
     errors = _errors(write_kb(tmp_path, **{"taxonomy.yaml": "ids: [vllm.kv_cache_no_memory, vllm.nope]\n"}))
-    assert any("taxonomy id 'vllm.nope' has no signature" in e and e.startswith("taxonomy.yaml:1:") for e in errors)
+    assert any(
+        "taxonomy id 'vllm.nope' has no signature" in e and e.startswith("taxonomy.yaml:1:") for e in errors
+    )
 
 
 def test_signatures_beyond_taxonomy_are_welcome(tmp_path: Path) -> None:
@@ -70,7 +80,9 @@ def test_yaml_syntax_error_has_line(tmp_path: Path) -> None:
 def test_family_without_protocol_is_an_error(tmp_path: Path) -> None:
     from tests.conftest import MINI_FAMILY
 
-    no_protocol = MINI_FAMILY.split("    protocol:")[0] + "    faq: LoRA failures are usually adapter mismatches.\n"
+    no_protocol = (
+        MINI_FAMILY.split("    protocol:")[0] + "    faq: LoRA failures are usually adapter mismatches.\n"
+    )
     errors = _errors(write_kb(tmp_path, **{"component.yaml": no_protocol}))
     assert any("protocol" in e for e in errors), errors
 

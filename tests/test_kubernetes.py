@@ -45,7 +45,9 @@ def test_two_replicas_whose_labels_the_service_and_the_monitor_select(docs) -> N
     assert deployment["selector"]["matchLabels"].items() <= labels.items()
     assert docs["Service/triage-bot"]["spec"]["selector"].items() <= labels.items()
     monitor = docs["ServiceMonitor/triage-bot"]["spec"]
-    assert monitor["selector"]["matchLabels"].items() <= docs["Service/triage-bot"]["metadata"]["labels"].items()
+    assert (
+        monitor["selector"]["matchLabels"].items() <= docs["Service/triage-bot"]["metadata"]["labels"].items()
+    )
 
 
 def test_ports_and_probes_are_the_ones_the_bot_serves(docs) -> None:
@@ -67,10 +69,17 @@ def test_secrets_come_from_the_secret_and_never_from_the_manifest(docs) -> None:
     [source] = container["envFrom"]
     secret = docs["Secret/triage-bot"]
     assert source["secretRef"]["name"] == secret["metadata"]["name"]
-    assert all("CHANGE-ME" in str(v) or v.startswith("C0") for v in secret["stringData"].values())  # only placeholders
+    assert all(
+        "CHANGE-ME" in str(v) or v.startswith("C0") for v in secret["stringData"].values()
+    )  # only placeholders
     named = {e["name"] for e in container["env"]}
-    assert not named & {"DATABASE_URL", "SLACK_BOT_TOKEN", "SLACK_SIGNING_SECRET", "SLACK_APP_TOKEN",
-                        "TRIAGE_ALERTMANAGER_TOKEN"}
+    assert not named & {
+        "DATABASE_URL",
+        "SLACK_BOT_TOKEN",
+        "SLACK_SIGNING_SECRET",
+        "SLACK_APP_TOKEN",
+        "TRIAGE_ALERTMANAGER_TOKEN",
+    }
     text = (KUBE / "deployment.yaml").read_text(encoding="utf-8")
     assert not re.search(r"xox[abp]-|xapp-|postgres(ql)?(\+\w+)?://\w+:[^@\s]+@", text)
 
@@ -88,17 +97,23 @@ def test_the_pod_runs_as_the_images_user_with_room_to_write_its_state(docs) -> N
     [engines] = [v for v in pod["volumes"] if v["name"] == mounts[config_dir]]
     configmap = docs[f"ConfigMap/{engines['configMap']['name']}"]
     assert Path(env["TRIAGE_ENGINES"]).name in configmap["data"]
-    assert pod["terminationGracePeriodSeconds"] >= 30  # the bot finishes acked work for up to 10 s, then the outbox
+    assert (
+        pod["terminationGracePeriodSeconds"] >= 30
+    )  # the bot finishes acked work for up to 10 s, then the outbox
 
 
 def test_every_variable_set_in_the_manifests_is_documented(docs) -> None:
     documented = (ROOT / "docs" / "configuration.md").read_text(encoding="utf-8")
     names = {e["name"] for e in _container(docs)["env"]} | set(docs["Secret/triage-bot"]["stringData"])
-    missing = [n for n in names if n.startswith(("TRIAGE_", "SLACK_", "DATABASE_")) and f"`{n}`" not in documented]
+    missing = [
+        n for n in names if n.startswith(("TRIAGE_", "SLACK_", "DATABASE_")) and f"`{n}`" not in documented
+    ]
     assert missing == []
 
 
 def test_kustomization_lists_files_that_exist(docs) -> None:
     resources = docs["Kustomization"]["resources"]
     assert resources and all((KUBE / name).is_file() for name in resources)
-    assert "secret.example.yaml" not in resources  # the real Secret is created by hand, never applied from here
+    assert (
+        "secret.example.yaml" not in resources
+    )  # the real Secret is created by hand, never applied from here

@@ -31,7 +31,7 @@ def test_every_secret_form_is_redacted_in_messages_arguments_and_tracebacks() ->
         except ValueError:
             logger.exception("failed on %r", {"text": line})
     out = stream.getvalue()
-    assert [s for _, s in SECRET_FORMS if s in out or s[len(s) // 2:] in out] == []
+    assert [s for _, s in SECRET_FORMS if s in out or s[len(s) // 2 :] in out] == []
     assert "pasted: " in out and "Traceback" in out  # the record itself is kept
 
 
@@ -40,7 +40,7 @@ def test_a_body_logged_as_escaped_json_is_read_back_before_redaction() -> None:
     logger, stream = _logger()
     logger.info("body: %s", json.dumps({"text": "\n".join(line for line, _ in SECRET_FORMS)}))
     out = stream.getvalue()
-    assert [s for _, s in SECRET_FORMS if s in out or s[len(s) // 2:] in out] == []
+    assert [s for _, s in SECRET_FORMS if s in out or s[len(s) // 2 :] in out] == []
 
 
 def test_install_is_idempotent_and_a_bad_format_string_keeps_the_record() -> None:
@@ -79,11 +79,12 @@ def test_json_logs_are_one_redacted_object_per_line(root_logging, monkeypatch) -
     assert [r["level"] for r in records] == ["WARNING", "ERROR"]
     assert records[0]["logger"] == "triage_bot.test" and records[0]["message"].startswith("pasted ")
     assert "time" in records[0] and "Traceback" in records[1]["exc_info"]
-    assert secret not in stream.getvalue() and secret[len(secret) // 2:] not in stream.getvalue()
+    assert secret not in stream.getvalue() and secret[len(secret) // 2 :] not in stream.getvalue()
 
 
-def test_the_level_comes_from_triage_log_level_and_httpx_lines_are_off_unless_debug(root_logging,
-                                                                                   monkeypatch) -> None:
+def test_the_level_comes_from_triage_log_level_and_httpx_lines_are_off_unless_debug(
+    root_logging, monkeypatch
+) -> None:
     stream = io.StringIO()
     monkeypatch.setenv("TRIAGE_LOG_LEVEL", "warning")
     configure(stream=stream)
@@ -94,7 +95,9 @@ def test_the_level_comes_from_triage_log_level_and_httpx_lines_are_off_unless_de
     stream = io.StringIO()
     monkeypatch.setenv("TRIAGE_LOG_LEVEL", "INFO")
     configure(stream=stream)
-    logging.getLogger("httpx").info('HTTP Request: POST https://slack.com/api/chat.postMessage "HTTP/1.1 200 OK"')
+    logging.getLogger("httpx").info(
+        'HTTP Request: POST https://slack.com/api/chat.postMessage "HTTP/1.1 200 OK"'
+    )
     logging.getLogger("triage_bot.test").info("answered")
     assert "HTTP Request" not in stream.getvalue() and "answered" in stream.getvalue()
 
@@ -105,7 +108,9 @@ def test_the_level_comes_from_triage_log_level_and_httpx_lines_are_off_unless_de
 
 
 @pytest.mark.parametrize(("name", "value"), [("TRIAGE_LOG_LEVEL", "LOUD"), ("TRIAGE_LOG_FORMAT", "xml")])
-def test_a_bad_log_setting_is_refused_naming_the_variable(root_logging, monkeypatch, name: str, value: str) -> None:
+def test_a_bad_log_setting_is_refused_naming_the_variable(
+    root_logging, monkeypatch, name: str, value: str
+) -> None:
     monkeypatch.setenv(name, value)
     with pytest.raises(SettingsError, match=name):
         configure()

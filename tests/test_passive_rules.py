@@ -27,7 +27,10 @@ def test_talk_about_a_failure_is_not_answered_unprompted(chat: str) -> None:
     ("paste", "expected"),
     [
         (OOM, "generic.cuda_oom"),
-        ("we keep getting torch.OutOfMemoryError: CUDA out of memory on prod since the upgrade, anyone?", "generic.cuda_oom"),
+        (
+            "we keep getting torch.OutOfMemoryError: CUDA out of memory on prod since the upgrade, anyone?",
+            "generic.cuda_oom",
+        ),
         ("(VllmWorker rank=0 pid=1) ERROR 01-01 00:00:00 [worker.py:1] " + OOM, "generic.cuda_oom"),
         ("CUDA driver version is insufficient for CUDA runtime version", "generic.cuda_driver_mismatch"),
     ],
@@ -40,7 +43,9 @@ def test_pasted_failures_and_pleas_for_help_are_answered(paste: str, expected: s
 
 @pytest.mark.parametrize("tag", ["[Feature]:", "[RFC]:", "[Feature Request]", "  [Docs]"])
 def test_a_request_for_change_quoting_an_error_is_not_answered_unprompted(tag: str) -> None:
-    request = f"{tag} say which free memory the cache needs\nToday it only prints:\n{OOM}\nIt should name the flag."
+    request = (
+        f"{tag} say which free memory the cache needs\nToday it only prints:\n{OOM}\nIt should name the flag."
+    )
     asked = default_triager().match(request)
     assert asked.primary is not None and asked.primary.sig.id == "generic.cuda_oom"  # /triage still answers
     assert not asked.passive

@@ -31,6 +31,11 @@ def test_local_files_are_private(tmp_path: Path) -> None:
     finally:
         coordinator.stop()
     written = sorted(p for p in tmp_path.iterdir() if p.is_file())
-    assert {p.name for p in written} >= {"history.sqlite3", "spool.jsonl", "spool.jsonl.rejected",
-                                         "history.sqlite3.scheduler.lock", "history.sqlite3.scheduler.lock.claims"}
+    assert {p.name for p in written} >= {
+        "history.sqlite3",
+        "spool.jsonl",
+        "spool.jsonl.rejected",
+        "history.sqlite3.scheduler.lock",
+        "history.sqlite3.scheduler.lock.claims",
+    }
     assert {p.name: oct(_mode(p)) for p in written} == {p.name: oct(0o600) for p in written}

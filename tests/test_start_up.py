@@ -14,8 +14,10 @@ PROBE = (
 
 
 def test_a_triage_from_a_warm_cache_imports_no_yaml_metrics_or_database() -> None:
-    runs = [subprocess.run([sys.executable, "-c", PROBE], capture_output=True, text=True, check=True, timeout=120)
-            for _ in range(2)]
+    runs = [
+        subprocess.run([sys.executable, "-c", PROBE], capture_output=True, text=True, check=True, timeout=120)
+        for _ in range(2)
+    ]
     assert runs[0].stdout.split()[0] == "generic.cuda_oom"
     assert runs[1].stdout.split() == ["generic.cuda_oom"]  # the first run filled the cache
 
@@ -28,8 +30,10 @@ def test_warming_compiles_every_pattern_before_the_first_paste() -> None:
     triager = Triager(load())
     assert triager.warm() > 500  # every signature's examples and messages
     before = compile_pattern.cache_info().misses
-    triager.match("(EngineCore_DP0 pid=1) ERROR 05-13 10:46:43 [core.py:1] RuntimeError: CUDA error: an illegal "
-                  "memory access was encountered\nValueError: No available memory for the cache blocks.")
+    triager.match(
+        "(EngineCore_DP0 pid=1) ERROR 05-13 10:46:43 [core.py:1] RuntimeError: CUDA error: an illegal "
+        "memory access was encountered\nValueError: No available memory for the cache blocks."
+    )
     assert compile_pattern.cache_info().misses == before
 
 

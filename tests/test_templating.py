@@ -9,7 +9,9 @@ from triage_bot.templating import render
 
 
 def test_arithmetic_with_values() -> None:
-    out = render("--max-model-len {{ (v.n * v.a / v.b) | round_down(256) }}", {"n": 32768, "a": 4.0, "b": 8.0}, None)
+    out = render(
+        "--max-model-len {{ (v.n * v.a / v.b) | round_down(256) }}", {"n": 32768, "a": 4.0, "b": 8.0}, None
+    )
     assert out == "--max-model-len 16384"
 
 
@@ -34,6 +36,8 @@ def test_sandbox_blocks_attribute_escapes() -> None:
 
 
 def test_filters() -> None:
-    assert render("{{ 0.873 | fixed(2) }} {{ 13 | round_up(8) }} {{ 1.7 | clamp(0, 0.95) }} {{ '7.9' | to_int }}", {}, None) == (
-        "0.87 16 0.95 7"
-    )
+    assert render(
+        "{{ 0.873 | fixed(2) }} {{ 13 | round_up(8) }} {{ 1.7 | clamp(0, 0.95) }} {{ '7.9' | to_int }}",
+        {},
+        None,
+    ) == ("0.87 16 0.95 7")

@@ -82,7 +82,9 @@ def handle(triager: Triager, paste: str, console: Console) -> bool:
                 console.print(hit.answer, markup=False)
             return True
         if word == "faq" and not args.strip():
-            console.print("Usage: /triage faq <question>, e.g. /triage faq what does --mem-fraction-static mean")
+            console.print(
+                "Usage: /triage faq <question>, e.g. /triage faq what does --mem-fraction-static mean"
+            )
             return True
         if word in SLACK_ONLY:
             console.print(f"/triage {word} is a Slack command; here, run: {SLACK_ONLY[word]}", markup=False)

@@ -68,13 +68,22 @@ class SetReport:
     def subset(self, name: str, keep: Any) -> SetReport:
         return SetReport(f"{self.name} {name}", [r for r in self.results if keep(r)])
 
-    def calibration(self, edges: tuple[float, ...] = (0.0, 0.4, 0.6, 0.8, 1.0001)) -> list[tuple[float, float, int, float]]:
+    def calibration(
+        self, edges: tuple[float, ...] = (0.0, 0.4, 0.6, 0.8, 1.0001)
+    ) -> list[tuple[float, float, int, float]]:
         """(low, high, answers, share right) per confidence band, over the explicit answers."""
         answered = [r for r in self.results if r.predicted]
         table = []
         for low, high in itertools.pairwise(edges):
             inside = [r for r in answered if low <= r.confidence < high]
-            table.append((low, min(high, 1.0), len(inside), sum(r.correct for r in inside) / len(inside) if inside else 0.0))
+            table.append(
+                (
+                    low,
+                    min(high, 1.0),
+                    len(inside),
+                    sum(r.correct for r in inside) / len(inside) if inside else 0.0,
+                )
+            )
         return table
 
     def passive_recall(self) -> float:
@@ -130,7 +139,9 @@ class Evaluation:
         table = []
         for b in range(bins):
             low, high = b / bins, (b + 1) / bins
-            inside = [r for r in rows if low <= r.confidence < high or (b == bins - 1 and r.confidence == 1.0)]
+            inside = [
+                r for r in rows if low <= r.confidence < high or (b == bins - 1 and r.confidence == 1.0)
+            ]
             accuracy = sum(r.correct for r in inside) / len(inside) if inside else 0.0
             table.append((low, high, len(inside), accuracy))
         return table
@@ -145,8 +156,10 @@ class Evaluation:
             "errors_evidence_top1": round(self.errors.subset("evidence", lambda r: r.evidence).top1(), 4),
             "errors_specific_top1": round(self.errors.subset("specific", lambda r: r.specific).top1(), 4),
             "errors_family_top1": round(self.errors.subset("family", lambda r: not r.specific).top1(), 4),
-            "calibration": [{"low": lo, "high": hi, "answers": n, "right": round(acc, 4)}
-                            for lo, hi, n, acc in self.errors.calibration()],
+            "calibration": [
+                {"low": lo, "high": hi, "answers": n, "right": round(acc, 4)}
+                for lo, hi, n, acc in self.errors.calibration()
+            ],
             "counts": {
                 "errors": self.errors.total,
                 "fresh_evidence": self.fresh_evidence.total,

@@ -57,8 +57,14 @@ def install(logger: logging.Logger | None = None) -> None:
 # Libraries that log a line per request or per job run: at INFO they drown the bot's own lines
 # (about 450 of 539 lines in 3 minutes were httpx's), so they speak only from WARNING up unless the
 # bot itself runs at DEBUG.
-CHATTY = ("httpx", "httpcore", "urllib3", "slack_sdk.socket_mode", "apscheduler.executors.default",
-          "apscheduler.scheduler")
+CHATTY = (
+    "httpx",
+    "httpcore",
+    "urllib3",
+    "slack_sdk.socket_mode",
+    "apscheduler.executors.default",
+    "apscheduler.scheduler",
+)
 TEXT_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 JSON_FIELDS = {"asctime": "time", "levelname": "level", "name": "logger"}
 

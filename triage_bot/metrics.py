@@ -34,34 +34,75 @@ ProcessCollector(registry=REGISTRY)
 PlatformCollector(registry=REGISTRY)
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 
-EVENTS_RECEIVED = Counter("triage_events_received", "Requests from chat that reached a listener, by surface.",
-                          ["surface"], registry=REGISTRY)
-EVENTS_ACKED = Counter("triage_events_acked", "Requests acknowledged to the chat platform, by surface.",
-                       ["surface"], registry=REGISTRY)
+EVENTS_RECEIVED = Counter(
+    "triage_events_received",
+    "Requests from chat that reached a listener, by surface.",
+    ["surface"],
+    registry=REGISTRY,
+)
+EVENTS_ACKED = Counter(
+    "triage_events_acked",
+    "Requests acknowledged to the chat platform, by surface.",
+    ["surface"],
+    registry=REGISTRY,
+)
 EVENTS_HANDLED = Counter(
     "triage_events_handled",
     "Requests whose work ran, by surface and outcome: done (replied, or stayed quiet by design), "
     "duplicate (a retry or another replica had it), failed (the work raised).",
-    ["surface", "outcome"], registry=REGISTRY)
-ANSWERS = Counter("triage_answers", "Triage answers, by tier (specific, family, none) and confidence band.",
-                  ["tier", "confidence"], registry=REGISTRY)
-MATCH_SECONDS = Histogram("triage_match_seconds", "Time to match one paste against the knowledge base.",
-                          buckets=(0.0005, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.25, 1.0), registry=REGISTRY)
-PROBES = Counter("triage_engine_probes", "Engine health checks, by engine and the state they found.",
-                 ["engine", "state"], registry=REGISTRY)
-PROBE_SECONDS = Histogram("triage_engine_probe_seconds", "Time one engine health check took.", ["engine"],
-                          buckets=(0.01, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0), registry=REGISTRY)
-CHAT_API_ERRORS = Counter("triage_chat_api_errors", "Calls the chat platform did not take, by method and error.",
-                          ["method", "error"], registry=REGISTRY)
-OUTBOX_DEPTH = Gauge("triage_outbox_depth", "Replies waiting to be sent again, by where they wait.", ["where"],
-                     registry=REGISTRY)
-SPOOL_DEPTH = Gauge("triage_spool_depth", "History records waiting in the spool for the database.",
-                    registry=REGISTRY)
-SCHEDULER_LEADER = Gauge("triage_scheduler_leader", "1 while this replica runs the scheduled jobs.",
-                         registry=REGISTRY)
+    ["surface", "outcome"],
+    registry=REGISTRY,
+)
+ANSWERS = Counter(
+    "triage_answers",
+    "Triage answers, by tier (specific, family, none) and confidence band.",
+    ["tier", "confidence"],
+    registry=REGISTRY,
+)
+MATCH_SECONDS = Histogram(
+    "triage_match_seconds",
+    "Time to match one paste against the knowledge base.",
+    buckets=(0.0005, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.25, 1.0),
+    registry=REGISTRY,
+)
+PROBES = Counter(
+    "triage_engine_probes",
+    "Engine health checks, by engine and the state they found.",
+    ["engine", "state"],
+    registry=REGISTRY,
+)
+PROBE_SECONDS = Histogram(
+    "triage_engine_probe_seconds",
+    "Time one engine health check took.",
+    ["engine"],
+    buckets=(0.01, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0),
+    registry=REGISTRY,
+)
+CHAT_API_ERRORS = Counter(
+    "triage_chat_api_errors",
+    "Calls the chat platform did not take, by method and error.",
+    ["method", "error"],
+    registry=REGISTRY,
+)
+OUTBOX_DEPTH = Gauge(
+    "triage_outbox_depth",
+    "Replies waiting to be sent again, by where they wait.",
+    ["where"],
+    registry=REGISTRY,
+)
+SPOOL_DEPTH = Gauge(
+    "triage_spool_depth", "History records waiting in the spool for the database.", registry=REGISTRY
+)
+SCHEDULER_LEADER = Gauge(
+    "triage_scheduler_leader", "1 while this replica runs the scheduled jobs.", registry=REGISTRY
+)
 
-ALERT_HOOKS = Counter("triage_alertmanager_alerts", "Alerts received from Alertmanager, by status.", ["status"],
-                      registry=REGISTRY)
+ALERT_HOOKS = Counter(
+    "triage_alertmanager_alerts",
+    "Alerts received from Alertmanager, by status.",
+    ["status"],
+    registry=REGISTRY,
+)
 
 
 def confidence_band(confidence: float | None) -> str:

@@ -34,7 +34,9 @@ Check = Callable[[], Status]
 class Readiness:
     checks: dict[str, Check] = field(default_factory=dict)
     deadline_s: float = CHECK_DEADLINE_S
-    _pool: ThreadPoolExecutor = field(default_factory=lambda: ThreadPoolExecutor(4, thread_name_prefix="readyz"))
+    _pool: ThreadPoolExecutor = field(
+        default_factory=lambda: ThreadPoolExecutor(4, thread_name_prefix="readyz")
+    )
 
     def add(self, name: str, check: Check) -> None:
         self.checks[name] = check

@@ -20,6 +20,7 @@ class _Match(Protocol):
 
     def group(self, index: int = 0, /) -> str: ...
 
+
 _OPTIONS = re2.Options()
 _OPTIONS.max_mem = 64 << 20  # the private-key rule's DFA needs more than the 8 MiB default on big pastes
 
@@ -45,7 +46,9 @@ def _key_value(m: _Match, flag: bool = False) -> str:
     is_password = flag or any(word in label.lower() for word in _PASSWORD_KEYS)
     if value.lower() in {"none", "null", "true", "false", "empty"} or set(value) <= set(".*xX_-<>"):
         return m.group(0)  # placeholders: `...`, `***`, `xxx`
-    if "[REDACTED" in value or value.startswith(("$", "-", "/")):  # done already, a shell variable, a flag, a path
+    if "[REDACTED" in value or value.startswith(
+        ("$", "-", "/")
+    ):  # done already, a shell variable, a flag, a path
         return m.group(0)
     numeric = value.replace(".", "", 1).replace("-", "", 1).isdigit()
     if numeric or (not is_password and len(value) < 8):

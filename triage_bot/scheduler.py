@@ -215,7 +215,9 @@ class LocalCoordinator(_LeaderLoop):
         self._fd: int | None = None
         self._claims: dict[tuple[str, datetime], None] = {}
         if self.claims_path is not None and self.claims_path.is_file():
-            for line in self.claims_path.read_text(encoding="utf-8", errors="replace").splitlines()[-self.KEEP :]:
+            for line in self.claims_path.read_text(encoding="utf-8", errors="replace").splitlines()[
+                -self.KEEP :
+            ]:
                 job, _, stamp = line.partition("\t")
                 with contextlib.suppress(ValueError):
                     self._claims[(job, datetime.fromisoformat(stamp))] = None
@@ -266,8 +268,16 @@ class LocalCoordinator(_LeaderLoop):
 class PostgresCoordinator(_LeaderLoop):
     """PostgreSQL: an advisory lock and the claim rows, on one dedicated psycopg connection."""
 
-    def __init__(self, dsn: str, *, key: str = "triage-bot-scheduler", schema: str | None = None,
-                 poll_s: float = 5.0, runner_id: str = "", connect_timeout: int = 5):
+    def __init__(
+        self,
+        dsn: str,
+        *,
+        key: str = "triage-bot-scheduler",
+        schema: str | None = None,
+        poll_s: float = 5.0,
+        runner_id: str = "",
+        connect_timeout: int = 5,
+    ):
         super().__init__(poll_s)
         self.dsn = dsn
         self.schema = schema
@@ -283,8 +293,13 @@ class PostgresCoordinator(_LeaderLoop):
         import psycopg
 
         conn = psycopg.connect(
-            self.dsn, autocommit=True, connect_timeout=self.connect_timeout,
-            keepalives=1, keepalives_idle=30, keepalives_interval=10, keepalives_count=3,
+            self.dsn,
+            autocommit=True,
+            connect_timeout=self.connect_timeout,
+            keepalives=1,
+            keepalives_idle=30,
+            keepalives_interval=10,
+            keepalives_count=3,
             application_name=f"triage-bot scheduler {self.runner_id}"[:63],
             options="-c statement_timeout=5000",  # a ping or claim never hangs the leader loop
         )
@@ -317,7 +332,9 @@ class PostgresCoordinator(_LeaderLoop):
         except Exception:
             self._drop_connection()
             if not self.degraded:
-                log.warning("scheduler: the database is away; this leader keeps running jobs until it is back")
+                log.warning(
+                    "scheduler: the database is away; this leader keeps running jobs until it is back"
+                )
             self.degraded = True
             return True
         if row and row[0]:
@@ -407,7 +424,9 @@ def slot_of(trigger: BaseTrigger, now: datetime, grace_s: float) -> datetime | N
 class TriageScheduler:
     """APScheduler with every job wrapped in leadership + slot claim."""
 
-    def __init__(self, coordinator: Coordinator, jobs: list[JobSpec], *, clock: Callable[[], datetime] | None = None):
+    def __init__(
+        self, coordinator: Coordinator, jobs: list[JobSpec], *, clock: Callable[[], datetime] | None = None
+    ):
         self.coordinator = coordinator
         self.jobs = {j.id: j for j in jobs}
         self.clock = clock or (lambda: datetime.now(UTC))
@@ -420,14 +439,24 @@ class TriageScheduler:
             job_defaults={"coalesce": True, "max_instances": 1},
             timezone=UTC,
         )
-        self._scheduler.add_listener(self._on_event, EVENT_JOB_ERROR | EVENT_JOB_MISSED | EVENT_JOB_MAX_INSTANCES)
+        self._scheduler.add_listener(
+            self._on_event, EVENT_JOB_ERROR | EVENT_JOB_MISSED | EVENT_JOB_MAX_INSTANCES
+        )
         coordinator.on_leadership(self._catch_up)
 
     def start(self) -> None:
         for spec in self.jobs.values():
-            self._scheduler.add_job(self.run_slot, spec.trigger, args=[spec.id], id=spec.id, name=spec.id,
-                                    misfire_grace_time=spec.misfire_grace_s, coalesce=True, max_instances=1,
-                                    replace_existing=True)
+            self._scheduler.add_job(
+                self.run_slot,
+                spec.trigger,
+                args=[spec.id],
+                id=spec.id,
+                name=spec.id,
+                misfire_grace_time=spec.misfire_grace_s,
+                coalesce=True,
+                max_instances=1,
+                replace_existing=True,
+            )
         self._scheduler.start()
         self.coordinator.start()
 
@@ -438,8 +467,11 @@ class TriageScheduler:
 
     def _on_event(self, event: JobEvent) -> None:
         if event.code == EVENT_JOB_MISSED:
-            log.warning("scheduler: run of %s at %s was missed (beyond its misfire grace)", event.job_id,
-                        getattr(event, "scheduled_run_time", None))
+            log.warning(
+                "scheduler: run of %s at %s was missed (beyond its misfire grace)",
+                event.job_id,
+                getattr(event, "scheduled_run_time", None),
+            )
         elif event.code == EVENT_JOB_MAX_INSTANCES:
             self.skipped += 1  # APScheduler's own max_instances rule; it logs the warning itself
         else:
@@ -469,7 +501,11 @@ class TriageScheduler:
                 spec.func()
             except Exception:
                 self.errors += 1
-                log.exception("scheduler: job %s (slot %s) failed; the next slot runs as usual", job_id, slot.isoformat())
+                log.exception(
+                    "scheduler: job %s (slot %s) failed; the next slot runs as usual",
+                    job_id,
+                    slot.isoformat(),
+                )
             return True
         finally:
             lock.release()
@@ -480,7 +516,9 @@ class TriageScheduler:
         for spec in self.jobs.values():
             slot = slot_of(spec.trigger, now, spec.misfire_grace_s)
             if slot is not None:
-                threading.Thread(target=self.run_slot, args=(spec.id, slot), name=f"catch-up-{spec.id}", daemon=True).start()
+                threading.Thread(
+                    target=self.run_slot, args=(spec.id, slot), name=f"catch-up-{spec.id}", daemon=True
+                ).start()
 
 
 def default_jobs(
@@ -494,15 +532,32 @@ def default_jobs(
     jobs: list[JobSpec] = []
     if check is not None:
         interval = settings.check_interval_s
-        jobs.append(JobSpec("health_check", check,
-                            IntervalTrigger(seconds=interval, start_date=SLOT_EPOCH, timezone=UTC),
-                            misfire_grace_s=max(1, int(interval / 2))))
+        jobs.append(
+            JobSpec(
+                "health_check",
+                check,
+                IntervalTrigger(seconds=interval, start_date=SLOT_EPOCH, timezone=UTC),
+                misfire_grace_s=max(1, int(interval / 2)),
+            )
+        )
     if digest is not None:
-        jobs.append(JobSpec("weekly_digest", digest, CronTrigger.from_crontab(settings.digest_cron, timezone=settings.tz),
-                            misfire_grace_s=6 * 3600))
+        jobs.append(
+            JobSpec(
+                "weekly_digest",
+                digest,
+                CronTrigger.from_crontab(settings.digest_cron, timezone=settings.tz),
+                misfire_grace_s=6 * 3600,
+            )
+        )
     if prune is not None:
-        jobs.append(JobSpec("retention_prune", prune, CronTrigger.from_crontab(settings.prune_cron, timezone=settings.tz),
-                            misfire_grace_s=12 * 3600))
+        jobs.append(
+            JobSpec(
+                "retention_prune",
+                prune,
+                CronTrigger.from_crontab(settings.prune_cron, timezone=settings.tz),
+                misfire_grace_s=12 * 3600,
+            )
+        )
     return jobs
 
 
@@ -554,4 +609,6 @@ def build_scheduler(
         if isinstance(coordinator, PostgresCoordinator):
             coordinator.prune_claims()
 
-    return TriageScheduler(coordinator, default_jobs(settings, check=check, digest=digest_poster, prune=prune))
+    return TriageScheduler(
+        coordinator, default_jobs(settings, check=check, digest=digest_poster, prune=prune)
+    )

@@ -34,6 +34,7 @@ class SettingsError(ValueError):
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
 LOG_FORMATS = ("text", "json")
 
+
 def env(name: str, default: Any = PydanticUndefined, description: str = "", **kwargs: Any) -> Any:
     """A field read from the environment variable `name` (or `.env`)."""
     if "default_factory" in kwargs:
@@ -46,8 +47,9 @@ class EnvSettings(BaseSettings):
     their fields on a subclass, each field naming its variable. The environment wins over `.env`;
     empty values count as unset; a bad value raises `error`, whose message names the variable."""
 
-    model_config = SettingsConfigDict(frozen=True, populate_by_name=True, extra="ignore", env_ignore_empty=True,
-                                      env_file_encoding="utf-8")
+    model_config = SettingsConfigDict(
+        frozen=True, populate_by_name=True, extra="ignore", env_ignore_empty=True, env_file_encoding="utf-8"
+    )
     error: ClassVar[type[ValueError]] = SettingsError
 
     def __init__(self, **values: Any) -> None:
@@ -58,8 +60,11 @@ class EnvSettings(BaseSettings):
 
     @classmethod
     def settings_customise_sources(
-        cls, settings_cls: type[BaseSettings], init_settings: PydanticBaseSettingsSource,
-        env_settings: PydanticBaseSettingsSource, dotenv_settings: PydanticBaseSettingsSource,
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
         file_secret_settings: PydanticBaseSettingsSource,
     ) -> tuple[PydanticBaseSettingsSource, ...]:
         """Construction reads nothing by itself: `Settings(x=...)` in a test or a library holds what it
@@ -79,7 +84,11 @@ class EnvSettings(BaseSettings):
     @classmethod
     def variables(cls) -> dict[str, FieldInfo]:
         """Every variable this class reads, with its field (docs/configuration.md lists them all)."""
-        return {str(f.validation_alias): f for f in cls.model_fields.values() if isinstance(f.validation_alias, str)}
+        return {
+            str(f.validation_alias): f
+            for f in cls.model_fields.values()
+            if isinstance(f.validation_alias, str)
+        }
 
     @classmethod
     def _describe(cls, exc: ValidationError) -> str:
@@ -131,10 +140,14 @@ class Settings(EnvSettings):
             self.__dict__["spool_path"] = data_dir / "triage-bot.spool.jsonl"
         level = self.log_level.upper()
         if level not in LOG_LEVELS:
-            raise SettingsError(f"TRIAGE_LOG_LEVEL must be one of {', '.join(LOG_LEVELS)}, got {self.log_level!r}")
+            raise SettingsError(
+                f"TRIAGE_LOG_LEVEL must be one of {', '.join(LOG_LEVELS)}, got {self.log_level!r}"
+            )
         self.__dict__["log_level"] = level
         if self.log_format.lower() not in LOG_FORMATS:
-            raise SettingsError(f"TRIAGE_LOG_FORMAT must be one of {', '.join(LOG_FORMATS)}, got {self.log_format!r}")
+            raise SettingsError(
+                f"TRIAGE_LOG_FORMAT must be one of {', '.join(LOG_FORMATS)}, got {self.log_format!r}"
+            )
         self.__dict__["log_format"] = self.log_format.lower()
         return self
 

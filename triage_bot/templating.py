@@ -90,9 +90,7 @@ def environment() -> ImmutableSandboxedEnvironment:
         lstrip_blocks=True,
         keep_trailing_newline=False,
     )
-    env.filters.update(
-        round_down=round_down, round_up=round_up, clamp=clamp, fixed=fixed, to_int=to_int
-    )
+    env.filters.update(round_down=round_down, round_up=round_up, clamp=clamp, fixed=fixed, to_int=to_int)
     env.globals.update(min=min, max=max)
     return env
 

@@ -18,9 +18,16 @@ from triage_bot.testing.slack_standin import BOT_TOKEN, SlackStandin
 
 
 def _notifier(slack: SlackStandin) -> SlackNotifier:
-    config = SlackConfig(bot_token=BOT_TOKEN, api_url=slack.api_url, rate_limit_retries=0, server_error_retries=0,
-                         channel_pace_s=0.0)
-    return SlackNotifier(Delivery(config, None, WebClient(token=BOT_TOKEN, base_url=slack.api_url)), "C0ALERTS")
+    config = SlackConfig(
+        bot_token=BOT_TOKEN,
+        api_url=slack.api_url,
+        rate_limit_retries=0,
+        server_error_retries=0,
+        channel_pace_s=0.0,
+    )
+    return SlackNotifier(
+        Delivery(config, None, WebClient(token=BOT_TOKEN, base_url=slack.api_url)), "C0ALERTS"
+    )
 
 
 def test_alert_lifecycle_through_the_web_api(fakes, store) -> None:
@@ -55,9 +62,18 @@ def test_alert_lifecycle_through_the_web_api(fakes, store) -> None:
 
 def test_alert_text_is_escaped_and_within_limits() -> None:
     opened = datetime(2025, 6, 2, 9, 0, tzinfo=UTC)
-    alert = Alert(engine="evil", kind="vllm", state="down", signature_id="health.engine_down", title="Engine is down",
-                  message="engine evil is down: /health HTTP 503 <!channel> <https://x|click>", severity="critical",
-                  opened_at=opened, recovery="$ vllm serve <model>\n" + "x" * 5000, faq="f" * 2500)
+    alert = Alert(
+        engine="evil",
+        kind="vllm",
+        state="down",
+        signature_id="health.engine_down",
+        title="Engine is down",
+        message="engine evil is down: /health HTTP 503 <!channel> <https://x|click>",
+        severity="critical",
+        opened_at=opened,
+        recovery="$ vllm serve <model>\n" + "x" * 5000,
+        faq="f" * 2500,
+    )
     for a in (alert, alert.resolved(opened + timedelta(minutes=7), "healthy again")):
         blocks = alert_blocks(a)
         text = str(blocks)
@@ -98,8 +114,13 @@ def test_a_resolution_slack_refuses_for_a_while_lands_from_the_outbox(fakes, sto
     outbox = SlackStore(store.session_factory)
     outbox.ensure_schema()
     with SlackStandin() as slack:
-        slack_config = SlackConfig(bot_token=BOT_TOKEN, api_url=slack.api_url, rate_limit_retries=0,
-                                   server_error_retries=0, channel_pace_s=0.0)
+        slack_config = SlackConfig(
+            bot_token=BOT_TOKEN,
+            api_url=slack.api_url,
+            rate_limit_retries=0,
+            server_error_retries=0,
+            channel_pace_s=0.0,
+        )
         delivery = Delivery(slack_config, outbox, WebClient(token=BOT_TOKEN, base_url=slack.api_url))
         monitor = HealthMonitor(config, store=store, notifier=SlackNotifier(delivery, "C0ALERTS"))
         try:

@@ -19,13 +19,18 @@ def test_check_prints_each_engines_state(fakes, tmp_path: Path) -> None:
     down = fakes.add("sglang", name="qwen", mode=Mode.REFUSED, **FAST)
     full = fakes.add("trtllm", name="trt-a", mode=Mode.KV_SATURATED, **FAST)
     path = tmp_path / "engines.yaml"
-    path.write_text(yaml.safe_dump({"engines": [engine_entry(f) for f in (up, down, full)]}), encoding="utf-8")
+    path.write_text(
+        yaml.safe_dump({"engines": [engine_entry(f) for f in (up, down, full)]}), encoding="utf-8"
+    )
     time.sleep(0.3)  # trtllm-serve's /metrics drains: give the fake a few iterations to report
     result = CliRunner().invoke(cli, ["check", "--engines", str(path), "--json"])
     assert result.exit_code == 1, result.output  # not every engine is up: scripts can tell
     states = {e["name"]: e for e in json.loads(result.output)}
     assert states["llama-prod"]["state"] == "up"
-    assert states["qwen"]["state"] == "down" and states["qwen"]["findings"][0]["signature_id"] == "health.engine_down"
+    assert (
+        states["qwen"]["state"] == "down"
+        and states["qwen"]["findings"][0]["signature_id"] == "health.engine_down"
+    )
     assert states["trt-a"]["state"] == "degraded"
     assert states["trt-a"]["findings"][0]["message"].startswith("engine trt-a KV cache is saturated")
     text = CliRunner().invoke(cli, ["check", "--engines", str(path)])

@@ -39,12 +39,23 @@ def seeded(tmp_path: Path) -> tuple[HistoryStore, str]:
     Base.metadata.create_all(engine)
     store = HistoryStore(make_session_factory(engine), clock=lambda: END)
 
-    def incident(sig: str, kind: str, target: str, at: datetime, *, repeats: int = 0, ack: float | None = None,
-                 fix: float | None = None) -> int:
-        result = store.record(Observation(sig, kind, target=target, source="health", excerpt=f"{sig} on {target}",
-                                          seen_at=at))
+    def incident(
+        sig: str,
+        kind: str,
+        target: str,
+        at: datetime,
+        *,
+        repeats: int = 0,
+        ack: float | None = None,
+        fix: float | None = None,
+    ) -> int:
+        result = store.record(
+            Observation(sig, kind, target=target, source="health", excerpt=f"{sig} on {target}", seen_at=at)
+        )
         for i in range(repeats):
-            store.record(Observation(sig, kind, target=target, source="health", seen_at=at + timedelta(minutes=i + 1)))
+            store.record(
+                Observation(sig, kind, target=target, source="health", seen_at=at + timedelta(minutes=i + 1))
+            )
         if ack is not None:
             store.acknowledge(result.incident_id, "U1", at=at + timedelta(minutes=ack))
         if fix is not None:
@@ -63,7 +74,9 @@ def seeded(tmp_path: Path) -> tuple[HistoryStore, str]:
     incident("sglang.kv_pool_full_retract", "sglang", "C0TEAM", _at(3, 15))
     incident("health.engine_down", "trtllm", "trt-a", _at(8, 20), fix=5)  # Sunday 22:00 local
     for i in range(20):
-        store.record_check("llama-prod", "down" if i < 2 else "up", 12.0, checked_at=_at(3, 0) + timedelta(minutes=i))
+        store.record_check(
+            "llama-prod", "down" if i < 2 else "up", 12.0, checked_at=_at(3, 0) + timedelta(minutes=i)
+        )
         store.record_check("qwen", "up", 900.0, checked_at=_at(3, 0) + timedelta(minutes=i))
     return store, url
 
@@ -72,10 +85,16 @@ def test_digest_numbers(seeded) -> None:
     store, _ = seeded
     d = build_digest(store, end=END, days=7, tz=TZ)
     assert next(day.isoformat() for day in d.days) == "2025-06-02" and len(d.days) == 7
-    assert d.per_day == {"vllm": [3, 0, 1, 0, 0, 0, 0], "sglang": [0, 2, 0, 0, 0, 0, 0], "trtllm": [0, 0, 0, 0, 0, 0, 1]}
+    assert d.per_day == {
+        "vllm": [3, 0, 1, 0, 0, 0, 0],
+        "sglang": [0, 2, 0, 0, 0, 0, 0],
+        "trtllm": [0, 0, 0, 0, 0, 0, 1],
+    }
     assert d.numbers.incidents == 7 and d.numbers.recurring == 1 and d.previous.incidents == 2
     times = {t.signature_id: t for t in d.times}
-    assert times["health.stuck_generation"].mttr_s == 90 * 60 and times["health.stuck_generation"].mtta_s == 600
+    assert (
+        times["health.stuck_generation"].mttr_s == 90 * 60 and times["health.stuck_generation"].mtta_s == 600
+    )
     assert times["health.engine_down"].resolved == 3
     assert {u.engine: u.ratio for u in d.numbers.uptime} == {"llama-prod": 0.9, "qwen": 1.0}
 
@@ -112,8 +131,11 @@ def test_digest_blocks_fit_slack_and_post_with_the_chart(seeded) -> None:
     text = json.dumps(blocks)
     assert "health.engine_down" in text and "llama-prod" in text and "90.00%" in text
     with SlackStandin() as slack:
-        delivery = Delivery(SlackConfig(bot_token=BOT_TOKEN, api_url=slack.api_url), None,
-                            WebClient(token=BOT_TOKEN, base_url=slack.api_url))
+        delivery = Delivery(
+            SlackConfig(bot_token=BOT_TOKEN, api_url=slack.api_url),
+            None,
+            WebClient(token=BOT_TOKEN, base_url=slack.api_url),
+        )
         result = post_digest(delivery, "C0DIGEST", d)
         assert slack.bodies("files.completeUploadExternal"), "the chart went up with files_upload_v2"
         upload = next(iter(slack.uploads.values()))
@@ -128,7 +150,10 @@ def test_limits_hold_with_huge_histories_and_names_are_never_templates(seeded) -
 
     from triage_bot.history import GroupCount
 
-    hostile = [GroupCount(f"<!channel> {{{{ 7*7 }}}} {i}" + "x" * 150, "health.engine_down", incidents=i) for i in range(400)]
+    hostile = [
+        GroupCount(f"<!channel> {{{{ 7*7 }}}} {i}" + "x" * 150, "health.engine_down", incidents=i)
+        for i in range(400)
+    ]
     d.numbers = replace(d.numbers, by_engine=hostile, by_signature=hostile)
     blocks = digest_blocks(d)
     assert limit_problems(blocks) == []
@@ -143,8 +168,9 @@ def test_cli_digest_dry_run_writes_json_and_png(seeded, tmp_path: Path, monkeypa
     monkeypatch.setenv("DATABASE_URL", url)
     monkeypatch.setenv("TRIAGE_SPOOL_PATH", str(tmp_path / "spool.jsonl"))
     png = tmp_path / "digest.png"
-    result = CliRunner().invoke(cli, ["digest", "--dry-run", "--json", "--png", str(png), "--tz", TZ,
-                                      "--end", END.isoformat()])
+    result = CliRunner().invoke(
+        cli, ["digest", "--dry-run", "--json", "--png", str(png), "--tz", TZ, "--end", END.isoformat()]
+    )
     assert result.exit_code == 0, result.output
     data = json.loads(result.output)
     assert data["digest"]["numbers"]["incidents"] == 7

@@ -34,8 +34,12 @@ EXPECTED: dict[Mode, dict[str, set[str]] | set[str]] = {
     Mode.STUCK: {"stuck"},
     Mode.FLAPPING: {"flapping"},
     # Triton exposes no preemption metric (engine_endpoints.md §5): nothing to see
-    Mode.PREEMPTION_STORM: {"vllm": {"preemption_storm"}, "sglang": {"preemption_storm"},
-                            "trtllm": {"preemption_storm"}, "triton": set()},
+    Mode.PREEMPTION_STORM: {
+        "vllm": {"preemption_storm"},
+        "sglang": {"preemption_storm"},
+        "trtllm": {"preemption_storm"},
+        "triton": set(),
+    },
     Mode.FAILURES: {"request_failure_rate_high"},
 }
 KINDS = ("vllm", "sglang", "trtllm", "triton")
@@ -78,8 +82,10 @@ def test_every_mode_ends_in_the_right_state_while_the_scheduler_runs(fleet, stor
     notifier = RecordingNotifier()
     monitor = HealthMonitor(config, store=store, notifier=notifier)
     settings = SchedulerSettings(check_interval_s=2)
-    scheduler = TriageScheduler(LocalCoordinator(None, poll_s=0.2),
-                                default_jobs(settings, check=monitor.run_once_sync, digest=None, prune=None))
+    scheduler = TriageScheduler(
+        LocalCoordinator(None, poll_s=0.2),
+        default_jobs(settings, check=monitor.run_once_sync, digest=None, prune=None),
+    )
     scheduler.start()
 
     def settled() -> bool:
@@ -117,13 +123,19 @@ def test_every_mode_ends_in_the_right_state_while_the_scheduler_runs(fleet, stor
     # the bot only read: GET everywhere, POST only for vLLM's 1-token completion
     for fake in fakes.engines:
         for method, path in fake.requests:
-            assert method == "GET" or (fake.kind == "vllm" and method == "POST" and path == "/v1/completions"), (fake.name, method, path)
+            assert method == "GET" or (
+                fake.kind == "vllm" and method == "POST" and path == "/v1/completions"
+            ), (fake.name, method, path)
     # every pass was recorded for uptime, and incidents carry the health signatures
     numbers = store.uptime(store.clock().replace(year=2000), store.clock().replace(year=2100))
     assert {u.engine for u in numbers} == set(modes)
     assert all(u.checks >= 7 for u in numbers)
     opened = store.history(limit=1000)
-    assert {i.signature_id for i in opened} >= {"health.engine_down", "health.flapping", "health.stuck_generation"}
+    assert {i.signature_id for i in opened} >= {
+        "health.engine_down",
+        "health.flapping",
+        "health.stuck_generation",
+    }
     assert all(i.source == "health" and i.engine in KINDS for i in opened)
 
 
@@ -154,10 +166,18 @@ def test_an_engine_recovers_and_its_alert_is_resolved_in_place(fakes, store) -> 
 def test_mutes_and_maintenance_hold_back_alerts(fakes, store) -> None:
     down = fakes.add("vllm", name="muted-one", mode=Mode.REFUSED, **FAST)
     maint = fakes.add("sglang", name="in-maintenance", mode=Mode.REFUSED, **FAST)
-    config = parse_engines({
-        "engines": [engine_entry(down), engine_entry(maint)],
-        "maintenance": [{"engines": ["in-maintenance"], "start": "2000-01-01T00:00:00Z", "end": "2100-01-01T00:00:00Z"}],
-    })
+    config = parse_engines(
+        {
+            "engines": [engine_entry(down), engine_entry(maint)],
+            "maintenance": [
+                {
+                    "engines": ["in-maintenance"],
+                    "start": "2000-01-01T00:00:00Z",
+                    "end": "2100-01-01T00:00:00Z",
+                }
+            ],
+        }
+    )
     store.mute(signature_id="health.engine_down", engine="muted-one", duration=timedelta(hours=1), by="U1")
     notifier = RecordingNotifier()
     monitor = HealthMonitor(config, store=store, notifier=notifier)

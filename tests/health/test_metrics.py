@@ -21,9 +21,11 @@ def test_probe_results_and_durations_are_counted_per_engine(fakes, store) -> Non
     finally:
         monitor.close()
     after = scrape()
-    found = {dict(labels)["state"]: after[(name, labels)] - before.get((name, labels), 0.0)
-             for (name, labels) in after if name == "triage_engine_probes_total"
-             and dict(labels).get("engine") == "metrics-vllm"}
+    found = {
+        dict(labels)["state"]: after[(name, labels)] - before.get((name, labels), 0.0)
+        for (name, labels) in after
+        if name == "triage_engine_probes_total" and dict(labels).get("engine") == "metrics-vllm"
+    }
     assert found == {"up": 1, "down": 1}, found
     assert moved(before, after, "triage_engine_probe_seconds_count", engine="metrics-vllm") == 2
 

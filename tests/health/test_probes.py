@@ -16,7 +16,9 @@ from triage_bot.testing.fake_engines import Mode
 
 
 def check(fakes_list, **poller):
-    config = parse_engines({"engines": [engine_entry(f) for f in fakes_list], **({"poller": poller} if poller else {})})
+    config = parse_engines(
+        {"engines": [engine_entry(f) for f in fakes_list], **({"poller": poller} if poller else {})}
+    )
 
     async def go():
         p = Poller(config)
@@ -28,9 +30,14 @@ def check(fakes_list, **poller):
     return asyncio.run(go())
 
 
-@pytest.mark.parametrize(("generation", "metric"), [("new", "vllm:kv_cache_usage_perc"),
-                                                      ("both", "vllm:kv_cache_usage_perc"),
-                                                      ("old", "vllm:gpu_cache_usage_perc")])
+@pytest.mark.parametrize(
+    ("generation", "metric"),
+    [
+        ("new", "vllm:kv_cache_usage_perc"),
+        ("both", "vllm:kv_cache_usage_perc"),
+        ("old", "vllm:gpu_cache_usage_perc"),
+    ],
+)
 def test_vllm_reads_both_kv_metric_generations(fakes, generation: str, metric: str) -> None:
     fake = fakes.add("vllm", generation=generation, mode=Mode.KV_SATURATED, **FAST)
     (o,) = check([fake])
@@ -53,8 +60,14 @@ def test_sglang_accepts_both_label_sets(fakes, label_set: str) -> None:
 def test_trtllm_json_drains_and_prometheus_page_also_works(fakes) -> None:
     json_fake = fakes.add("trtllm", **FAST)
     prom_fake = fakes.add("trtllm", perf_metrics=True, **FAST)
-    config = parse_engines({"engines": [engine_entry(json_fake),
-                                        engine_entry(prom_fake, metrics_url=prom_fake.base_url + "/prometheus/metrics")]})
+    config = parse_engines(
+        {
+            "engines": [
+                engine_entry(json_fake),
+                engine_entry(prom_fake, metrics_url=prom_fake.base_url + "/prometheus/metrics"),
+            ]
+        }
+    )
 
     async def go():
         p = Poller(config)
@@ -68,8 +81,12 @@ def test_trtllm_json_drains_and_prometheus_page_also_works(fakes) -> None:
 
     (a1, b1), (a2, _) = asyncio.run(go())
     assert a1.metrics is not None and a1.metrics.source == "trtllm-json" and a1.metrics.kv_usage is not None
-    assert a2.metrics is not None and a2.metrics.progress > a1.metrics.progress  # each read sees new iterations only
-    assert b1.metrics is not None and b1.metrics.source == "prometheus" and b1.metrics.failed_total is not None
+    assert (
+        a2.metrics is not None and a2.metrics.progress > a1.metrics.progress
+    )  # each read sees new iterations only
+    assert (
+        b1.metrics is not None and b1.metrics.source == "prometheus" and b1.metrics.failed_total is not None
+    )
 
 
 def test_a_50_mb_body_is_abandoned_at_the_cap(fakes) -> None:

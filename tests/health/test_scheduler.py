@@ -28,7 +28,9 @@ from triage_bot.scheduler import (
 from triage_bot.testing.waiting import wait_until
 
 
-def _replica(name: str, schema: str, log: list[tuple[str, datetime]], lock: threading.Lock) -> TriageScheduler:
+def _replica(
+    name: str, schema: str, log: list[tuple[str, datetime]], lock: threading.Lock
+) -> TriageScheduler:
     def job() -> None:
         with lock:
             log.append((name, datetime.now(UTC)))
@@ -67,7 +69,9 @@ def test_two_schedulers_run_each_check_once_and_one_takes_over(pg_schema: str) -
     import psycopg
 
     with psycopg.connect(PG_DSN) as conn:
-        claimed = conn.execute(f'SELECT runner, count(*) FROM "{pg_schema}".triage_scheduler_runs GROUP BY runner').fetchall()
+        claimed = conn.execute(
+            f'SELECT runner, count(*) FROM "{pg_schema}".triage_scheduler_runs GROUP BY runner'
+        ).fetchall()
     assert dict(claimed) == {"A": len(a_slots), "B": len(b_slots)}
     assert len(log) == len(runs)
 
@@ -77,16 +81,25 @@ def test_a_leader_that_loses_its_lock_to_another_replica_stops_running_jobs(pg_s
 
     ran: list[datetime] = []
     coordinator = PostgresCoordinator(PG_DSN, schema=pg_schema, poll_s=5, runner_id="solo")
-    scheduler = TriageScheduler(coordinator, default_jobs(SchedulerSettings(check_interval_s=1),
-                                                          check=lambda: ran.append(datetime.now(UTC)), digest=None, prune=None))
+    scheduler = TriageScheduler(
+        coordinator,
+        default_jobs(
+            SchedulerSettings(check_interval_s=1),
+            check=lambda: ran.append(datetime.now(UTC)),
+            digest=None,
+            prune=None,
+        ),
+    )
     other = PostgresCoordinator(PG_DSN, schema=pg_schema, poll_s=0.2, runner_id="other")
     scheduler.start()
     try:
         assert wait_until(lambda: len(ran) >= 1, 30)
         assert coordinator.is_leader()
         with psycopg.connect(PG_DSN, autocommit=True) as admin:  # an outage of that one connection
-            admin.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = %s",
-                          ("triage-bot scheduler solo",))
+            admin.execute(
+                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = %s",
+                ("triage-bot scheduler solo",),
+            )
         other.start()  # ... during which another replica takes the lock
         assert wait_until(other.is_leader, 30)
         # the next slot's check before running finds the lock gone to the other replica
@@ -108,8 +121,10 @@ def test_a_leader_whose_connection_drops_takes_the_free_lock_again(pg_schema: st
     try:
         assert coordinator.is_leader()
         with psycopg.connect(PG_DSN, autocommit=True) as admin:
-            admin.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = %s",
-                          ("triage-bot scheduler solo2",))
+            admin.execute(
+                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = %s",
+                ("triage-bot scheduler solo2",),
+            )
         assert coordinator.is_leader(verify=True) and not coordinator.degraded  # reconnected, lock re-taken
     finally:
         coordinator.stop()
@@ -122,9 +137,15 @@ def test_health_checks_go_on_while_the_coordinating_database_is_away(own_postgre
 
     def scheduler(name: str) -> TriageScheduler:
         coordinator = PostgresCoordinator(dsn, poll_s=0.2, runner_id=name, connect_timeout=2)
-        return TriageScheduler(coordinator, default_jobs(SchedulerSettings(check_interval_s=1),
-                                                         check=lambda: ran[name].append(datetime.now(UTC)),
-                                                         digest=None, prune=None))
+        return TriageScheduler(
+            coordinator,
+            default_jobs(
+                SchedulerSettings(check_interval_s=1),
+                check=lambda: ran[name].append(datetime.now(UTC)),
+                digest=None,
+                prune=None,
+            ),
+        )
 
     a, b = scheduler("a"), scheduler("b")
     a.start()
@@ -165,7 +186,9 @@ def test_sqlite_allows_one_scheduler_per_database_file(tmp_path: Path) -> None:
 
 def test_misfire_grace_and_slots_are_deliberate() -> None:
     settings = SchedulerSettings(check_interval_s=30, digest_cron="0 9 * * mon", timezone="Europe/Berlin")
-    jobs = {j.id: j for j in default_jobs(settings, check=lambda: None, digest=lambda: None, prune=lambda: None)}
+    jobs = {
+        j.id: j for j in default_jobs(settings, check=lambda: None, digest=lambda: None, prune=lambda: None)
+    }
     assert jobs["health_check"].misfire_grace_s == 15
     assert jobs["weekly_digest"].misfire_grace_s == 6 * 3600
     # the digest's slot is Monday 09:00 Berlin time, whichever replica computes it and however late (within grace)
@@ -177,12 +200,15 @@ def test_misfire_grace_and_slots_are_deliberate() -> None:
     assert slot_of(jobs["health_check"].trigger, now, 15) == datetime(2025, 6, 2, 7, 40, 30, tzinfo=UTC)
 
 
-@pytest.mark.parametrize(("env", "needle"), [
-    ({"TRIAGE_CHECK_INTERVAL_S": "0"}, "TRIAGE_CHECK_INTERVAL_S"),
-    ({"TRIAGE_DIGEST_CRON": "every monday"}, "TRIAGE_DIGEST_CRON"),
-    ({"TRIAGE_TIMEZONE": "Mars/Olympus"}, "TRIAGE_TIMEZONE"),
-    ({"TRIAGE_CHECK_INTERVAL_S": "fast"}, "TRIAGE_CHECK_INTERVAL_S"),
-])
+@pytest.mark.parametrize(
+    ("env", "needle"),
+    [
+        ({"TRIAGE_CHECK_INTERVAL_S": "0"}, "TRIAGE_CHECK_INTERVAL_S"),
+        ({"TRIAGE_DIGEST_CRON": "every monday"}, "TRIAGE_DIGEST_CRON"),
+        ({"TRIAGE_TIMEZONE": "Mars/Olympus"}, "TRIAGE_TIMEZONE"),
+        ({"TRIAGE_CHECK_INTERVAL_S": "fast"}, "TRIAGE_CHECK_INTERVAL_S"),
+    ],
+)
 def test_bad_scheduler_settings_fail_fast_naming_the_variable(env: dict[str, str], needle: str) -> None:
     with pytest.raises(SchedulerConfigError, match=needle):
         SchedulerSettings.from_env(env)
@@ -195,8 +221,10 @@ def test_a_failing_job_does_not_stop_the_scheduler() -> None:
         calls.append(1)
         raise RuntimeError("engine probe exploded")
 
-    scheduler = TriageScheduler(LocalCoordinator(None, poll_s=0.1),
-                                default_jobs(SchedulerSettings(check_interval_s=1), check=flaky, digest=None, prune=None))
+    scheduler = TriageScheduler(
+        LocalCoordinator(None, poll_s=0.1),
+        default_jobs(SchedulerSettings(check_interval_s=1), check=flaky, digest=None, prune=None),
+    )
     scheduler.start()
     try:
         assert wait_until(lambda: scheduler.errors >= 3, 60), "the scheduler stopped after a failing run"
@@ -231,8 +259,10 @@ def test_a_run_that_overruns_its_interval_skips_slots_instead_of_piling_up() -> 
         with guard:
             running[0] -= 1
 
-    scheduler = TriageScheduler(LocalCoordinator(None, poll_s=0.1),
-                                default_jobs(SchedulerSettings(check_interval_s=1), check=job, digest=None, prune=None))
+    scheduler = TriageScheduler(
+        LocalCoordinator(None, poll_s=0.1),
+        default_jobs(SchedulerSettings(check_interval_s=1), check=job, digest=None, prune=None),
+    )
     scheduler.start()
     try:
         assert wait_until(lambda: scheduler.skipped >= 2, 60), "no slot found the job still running"

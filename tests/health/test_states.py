@@ -15,8 +15,14 @@ TH = Thresholds(consecutive=3, recover=2, flap_transitions=4, flap_window=10)
 
 def obs(i: int, health: str = "ok", **metrics) -> Observation:
     m = MetricsSnapshot(source="prometheus", **metrics) if metrics else None
-    return Observation("e", "vllm", T0 + timedelta(seconds=30 * i), health, detail="connection refused" if health != "ok" else "",
-                       metrics=m)
+    return Observation(
+        "e",
+        "vllm",
+        T0 + timedelta(seconds=30 * i),
+        health,
+        detail="connection refused" if health != "ok" else "",
+        metrics=m,
+    )
 
 
 def run(tracker: EngineTracker, mem: EngineMemory, o: Observation, maintenance: bool = False):
@@ -41,7 +47,10 @@ def test_one_bad_check_between_good_ones_opens_nothing() -> None:
 
 
 def test_flapping_gives_one_incident_not_a_storm() -> None:
-    tracker, mem = EngineTracker("e", Thresholds(consecutive=1, recover=1, flap_transitions=4, flap_window=10)), EngineMemory()
+    tracker, mem = (
+        EngineTracker("e", Thresholds(consecutive=1, recover=1, flap_transitions=4, flap_window=10)),
+        EngineMemory(),
+    )
     events = []
     for i in range(40):
         events += run(tracker, mem, obs(i, "refused" if i % 2 else "ok"))
@@ -74,13 +83,32 @@ def test_a_state_that_cannot_be_judged_neither_opens_nor_resolves() -> None:
 
 def test_rules_read_counters_across_two_checks() -> None:
     mem = EngineMemory()
-    first = obs(0, running=4, waiting=3, progress=1000.0, preemptions_total=10.0, finished_total=100.0, failed_total=0.0)
+    first = obs(
+        0,
+        running=4,
+        waiting=3,
+        progress=1000.0,
+        preemptions_total=10.0,
+        finished_total=100.0,
+        failed_total=0.0,
+    )
     assert evaluate(first, mem, TH) == {}  # one read: no rate yet
     mem.remember(first)
-    second = obs(1, running=4, waiting=3, progress=1000.0, preemptions_total=100.0, finished_total=200.0, failed_total=30.0)
+    second = obs(
+        1,
+        running=4,
+        waiting=3,
+        progress=1000.0,
+        preemptions_total=100.0,
+        finished_total=200.0,
+        failed_total=30.0,
+    )
     found = evaluate(second, mem, TH)
     assert set(found) == {"stuck", "preemption_storm", "request_failure_rate_high"}
-    assert found["preemption_storm"].message == "engine e preemption storm: 180 preemptions per minute (threshold 30)"
+    assert (
+        found["preemption_storm"].message
+        == "engine e preemption storm: 180 preemptions per minute (threshold 30)"
+    )
     assert "30% of 100 requests failed" in found["request_failure_rate_high"].message
 
 

@@ -19,15 +19,22 @@ def test_the_bot_scheduler_checks_alerts_and_posts_the_digest(fakes, tmp_path: P
     down = fakes.add("vllm", name="llama-prod", mode=Mode.REFUSED, **FAST)
     fine = fakes.add("sglang", name="qwen", **FAST)
     engines = tmp_path / "engines.yaml"
-    engines.write_text(yaml.safe_dump({"engines": [engine_entry(down), engine_entry(fine)]}), encoding="utf-8")
+    engines.write_text(
+        yaml.safe_dump({"engines": [engine_entry(down), engine_entry(fine)]}), encoding="utf-8"
+    )
     db = tmp_path / "bot.sqlite3"
     Base.metadata.create_all(make_engine(f"sqlite:///{db}"))
     with SlackStandin() as slack:
         env = {
-            "DATABASE_URL": f"sqlite:///{db}", "TRIAGE_SPOOL_PATH": str(tmp_path / "spool.jsonl"),
-            "TRIAGE_ENGINES": str(engines), "TRIAGE_CHECK_INTERVAL_S": "1", "TRIAGE_LEADER_POLL_S": "0.2",
-            "SLACK_BOT_TOKEN": BOT_TOKEN, "SLACK_API_URL": slack.api_url,
-            "TRIAGE_ALERT_CHANNEL": "C0ALERTS", "TRIAGE_DIGEST_CHANNEL": "C0DIGEST",
+            "DATABASE_URL": f"sqlite:///{db}",
+            "TRIAGE_SPOOL_PATH": str(tmp_path / "spool.jsonl"),
+            "TRIAGE_ENGINES": str(engines),
+            "TRIAGE_CHECK_INTERVAL_S": "1",
+            "TRIAGE_LEADER_POLL_S": "0.2",
+            "SLACK_BOT_TOKEN": BOT_TOKEN,
+            "SLACK_API_URL": slack.api_url,
+            "TRIAGE_ALERT_CHANNEL": "C0ALERTS",
+            "TRIAGE_DIGEST_CHANNEL": "C0DIGEST",
         }
         scheduler = build_scheduler(environ=env, outputs=lambda store: scheduler_outputs(env, store=store))
         assert set(scheduler.jobs) == {"health_check", "weekly_digest", "retention_prune"}

@@ -9,26 +9,46 @@ from triage_bot.kb.schema import AREA_CORE, AREA_MODEL, EngineInfo
 from triage_bot.matching.areas import AreaMap, Areas, deciding
 from triage_bot.text.normalize import normalize
 
-VLLM = AreaMap("vllm", {"vllm/": AREA_CORE, "vllm/lora/": "component.lora", "vllm/lora/utils.py": "component.lora",
-                        "vllm/model_executor/models/": AREA_MODEL, "vllm/csrc/moe/": "component.moe_kernels"})
-TRTLLM = AreaMap("trtllm", {"tensorrt_llm/": AREA_CORE, "cpp/tensorrt_llm/": AREA_CORE,
-                            "cpp/tensorrt_llm/kernels/lora/": "component.lora",
-                            "tensorrt_llm/_torch/speculative/": "component.speculative_decoding"})
+VLLM = AreaMap(
+    "vllm",
+    {
+        "vllm/": AREA_CORE,
+        "vllm/lora/": "component.lora",
+        "vllm/lora/utils.py": "component.lora",
+        "vllm/model_executor/models/": AREA_MODEL,
+        "vllm/csrc/moe/": "component.moe_kernels",
+    },
+)
+TRTLLM = AreaMap(
+    "trtllm",
+    {
+        "tensorrt_llm/": AREA_CORE,
+        "cpp/tensorrt_llm/": AREA_CORE,
+        "cpp/tensorrt_llm/kernels/lora/": "component.lora",
+        "tensorrt_llm/_torch/speculative/": "component.speculative_decoding",
+    },
+)
 
 
-@pytest.mark.parametrize(("path", "relative"), [
-    ("/usr/local/lib/python3.12/site-packages/vllm/lora/models.py", "vllm/lora/models.py"),
-    ("/workspace/vllm/vllm/lora/models.py", "vllm/lora/models.py"),  # a checkout named after the package
-    ("C:\\venv\\Lib\\site-packages\\vllm\\lora\\models.py", "vllm/lora/models.py"),
-    ("/home/me/myvllm/app.py", None),  # a name that only contains the package's
-    ("/opt/app/serve.py", None),
-])
+@pytest.mark.parametrize(
+    ("path", "relative"),
+    [
+        ("/usr/local/lib/python3.12/site-packages/vllm/lora/models.py", "vllm/lora/models.py"),
+        ("/workspace/vllm/vllm/lora/models.py", "vllm/lora/models.py"),  # a checkout named after the package
+        ("C:\\venv\\Lib\\site-packages\\vllm\\lora\\models.py", "vllm/lora/models.py"),
+        ("/home/me/myvllm/app.py", None),  # a name that only contains the package's
+        ("/opt/app/serve.py", None),
+    ],
+)
 def test_paths_are_read_from_the_engines_package_root(path: str, relative: str | None) -> None:
     assert VLLM.relative(path) == relative
 
 
 def test_the_longest_anchor_and_prefix_win() -> None:
-    assert TRTLLM.relative("/src/tensorrt_llm/cpp/tensorrt_llm/kernels/lora/lora.cpp") == "cpp/tensorrt_llm/kernels/lora/lora.cpp"
+    assert (
+        TRTLLM.relative("/src/tensorrt_llm/cpp/tensorrt_llm/kernels/lora/lora.cpp")
+        == "cpp/tensorrt_llm/kernels/lora/lora.cpp"
+    )
     assert TRTLLM.lookup("cpp/tensorrt_llm/kernels/lora/lora.cpp") == "component.lora"
     assert TRTLLM.lookup("cpp/tensorrt_llm/runtime/x.cpp") == AREA_CORE
     assert VLLM.lookup("vllm/lora/utils.py") == "component.lora"
@@ -41,14 +61,14 @@ def _decide(text: str) -> tuple[str, str] | None:
     return (hit.family, hit.path) if hit else None
 
 
-LORA_IN_CORE = '''Traceback (most recent call last):
+LORA_IN_CORE = """Traceback (most recent call last):
   File "/x/site-packages/vllm/v1/engine/core.py", line 10, in run
     step()
   File "/x/site-packages/vllm/lora/models.py", line 20, in activate
     self._load()
   File "/x/site-packages/vllm/v1/worker/gpu_model_runner.py", line 30, in _load
     x[i]
-IndexError: list index out of range'''
+IndexError: list index out of range"""
 
 
 def test_the_deepest_frame_outside_the_plumbing_decides() -> None:
@@ -56,32 +76,43 @@ def test_the_deepest_frame_outside_the_plumbing_decides() -> None:
 
 
 def test_the_first_traceback_of_a_chain_is_the_root_cause() -> None:
-    chained = (LORA_IN_CORE + "\n\nThe above exception was the direct cause of the following exception:\n\n"
-               'Traceback (most recent call last):\n  File "/x/site-packages/vllm/model_executor/models/llama.py", line 5, in f\n'
-               "    g()\nRuntimeError: boom")
+    chained = (
+        LORA_IN_CORE + "\n\nThe above exception was the direct cause of the following exception:\n\n"
+        'Traceback (most recent call last):\n  File "/x/site-packages/vllm/model_executor/models/llama.py", line 5, in f\n'
+        "    g()\nRuntimeError: boom"
+    )
     assert _decide(chained) == ("component.lora", "vllm/lora/models.py")
 
 
 def test_an_import_chain_names_no_area() -> None:
-    imports = ('Traceback (most recent call last):\n  File "/x/site-packages/vllm/lora/__init__.py", line 1, in <module>\n'
-               "    from vllm.lora.punica import x\nImportError: cannot import name 'x'")
+    imports = (
+        'Traceback (most recent call last):\n  File "/x/site-packages/vllm/lora/__init__.py", line 1, in <module>\n'
+        "    from vllm.lora.punica import x\nImportError: cannot import name 'x'"
+    )
     assert _decide(imports) is None
 
 
 def test_a_module_named_in_an_error_counts_but_not_one_in_a_launch_command() -> None:
-    assert _decide("KeyError raised in vllm.lora.utils.parse_fine_tuned_lora_name") == ("component.lora", "vllm/lora/utils.py")
+    assert _decide("KeyError raised in vllm.lora.utils.parse_fine_tuned_lora_name") == (
+        "component.lora",
+        "vllm/lora/utils.py",
+    )
     assert _decide("python -m vllm.lora.utils --model x") is None
 
 
 def test_a_bare_exception_is_answered_with_its_area() -> None:
-    answer = default_triager().triage(LORA_IN_CORE.replace("/x/site-packages/", "/usr/lib/python3/dist-packages/"))
+    answer = default_triager().triage(
+        LORA_IN_CORE.replace("/x/site-packages/", "/usr/lib/python3/dist-packages/")
+    )
     assert answer.match is not None and answer.match.id == "component.lora"
     assert "vllm/lora/models.py" in answer.cause
 
 
 def test_a_model_file_is_that_models_bug_and_load_weights_is_the_checkpoint() -> None:
-    crash = ('Traceback (most recent call last):\n  File "/x/site-packages/vllm/model_executor/models/qwen2_moe.py", line 9, in {fn}\n'
-             "    y = z[k]\nIndexError: index 64 is out of bounds for dimension 0 with size 64")
+    crash = (
+        'Traceback (most recent call last):\n  File "/x/site-packages/vllm/model_executor/models/qwen2_moe.py", line 9, in {fn}\n'
+        "    y = z[k]\nIndexError: index 64 is out of bounds for dimension 0 with size 64"
+    )
     model_bug = default_triager().triage(crash.format(fn="forward"))
     assert model_bug.match is not None and model_bug.match.id == "fallback.unexplained_crash"
     assert "qwen2_moe" in model_bug.recovery

@@ -32,7 +32,9 @@ def _rows(name: str, kind: str) -> list[dict]:
 def _accuracy(own_engine: bool) -> tuple[float, int]:
     triager = default_triager()
     negatives = [row for name in (*TUNING, "test", "traffic_test") for row in _rows(name, "negatives")]
-    noise = {e: [n["text"] for n in negatives if n.get("engine") == e and len(n["text"]) > 300] for e in ENGINES}
+    noise = {
+        e: [n["text"] for n in negatives if n.get("engine") == e and len(n["text"]) > 300] for e in ENGINES
+    }
     rng = random.Random(7)
     right = total = 0
     cases = [row for name in TUNING for row in _rows(name, "errors")]

@@ -46,7 +46,11 @@ def test_first_matches_and_captures_on_long_and_non_ascii_text(filler: str) -> N
         r"\Afiller",  # anchored at the start of the whole text
     ]
     head = filler * (WHOLE_TEXT // len(filler) + 5)  # long enough that lines are searched one by one
-    text = head + "x CUDA out of Memory: 2.5 GiB 显存\nTraceback (most recent call last):\n  File \"a.py\"\n" + head
+    text = (
+        head
+        + 'x CUDA out of Memory: 2.5 GiB 显存\nTraceback (most recent call last):\n  File "a.py"\n'
+        + head
+    )
     assert _spans(PatternScan(patterns), text) == _each(patterns, text)
     assert PatternScan(patterns).scan("") == []
 
@@ -70,7 +74,11 @@ def test_a_bounded_window_is_scanned_loose_and_checked_exactly() -> None:
     [
         (r"(?i)CUDA out of memory", [{"cuda out of memory"}], True),
         (r"connection refused|ECONNREFUSED", [{"connection refused", "econnrefused"}], True),
-        (r"(?i)\b(fp8|nvfp4)\b[^\n]{0,60}(not supported|unsupported)", [{"not supported", "unsupported"}, {"nvfp4", "fp8"}], True),
+        (
+            r"(?i)\b(fp8|nvfp4)\b[^\n]{0,60}(not supported|unsupported)",
+            [{"not supported", "unsupported"}, {"nvfp4", "fp8"}],
+            True,
+        ),
         (r"Error:\s+foo", [{"error:"}, {"foo"}], False),  # \s holds the newline
         (r"x[^\n]{0,5}y", [], True),  # single characters are no use
         (r"a(bc)?defg", [{"defg"}], True),  # an optional part is not needed

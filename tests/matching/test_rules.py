@@ -17,9 +17,18 @@ PROTOCOL = {"confirm": ["c"], "collect": ["c"], "workarounds": ["w"], "report": 
 
 
 def sig(sig_id: str, *, engine: str = "any", wrapper: bool = False, priority: int = 0) -> Signature:
-    fields: dict = {"id": sig_id, "engine": engine, "title": sig_id, "severity": "high", "wrapper": wrapper,
-                    "priority": priority, "examples": ["a", "b"], "cause": "x" * 20, "recovery": "r",
-                    "faq": "y" * 20}
+    fields: dict = {
+        "id": sig_id,
+        "engine": engine,
+        "title": sig_id,
+        "severity": "high",
+        "wrapper": wrapper,
+        "priority": priority,
+        "examples": ["a", "b"],
+        "cause": "x" * 20,
+        "recovery": "r",
+        "faq": "y" * 20,
+    }
     if sig_id.split(".")[0] in ("component", "fallback", "client", "install"):
         fields |= {"evidence": [{"pattern": "x"}], "protocol": PROTOCOL}
     else:
@@ -64,7 +73,11 @@ def test_other_specific_failures_are_listed_with_the_cause() -> None:
 
 def test_an_area_beats_another_engines_failure() -> None:
     found = Found("vllm", specific=[SGLANG_OOM], families=[LORA])
-    assert answer(found) == ("component.lora", "area_over_mismatched_specific", ["sglang.prefill_out_of_memory"])
+    assert answer(found) == (
+        "component.lora",
+        "area_over_mismatched_specific",
+        ["sglang.prefill_out_of_memory"],
+    )
 
 
 def test_an_area_beats_a_failure_inferred_from_context() -> None:
@@ -94,18 +107,27 @@ def test_an_area_one_clue_short_beats_the_last_resort() -> None:
 
 
 def test_the_last_resort_answers_when_no_area_is_in_sight() -> None:
-    assert answer(Found("vllm", families=[FALLBACK]))[:2] == ("fallback.unexplained_crash", "recognised_family")
+    assert answer(Found("vllm", families=[FALLBACK]))[:2] == (
+        "fallback.unexplained_crash",
+        "recognised_family",
+    )
 
 
 def test_a_recognised_family_beats_a_resemblance() -> None:
-    assert answer(Found(None, families=[CLIENT], fuzzy=[FUZZY]))[:2] == ("client.request_rejected", "recognised_family")
+    assert answer(Found(None, families=[CLIENT], fuzzy=[FUZZY]))[:2] == (
+        "client.request_rejected",
+        "recognised_family",
+    )
 
 
 def test_a_resemblance_answers_only_above_the_floor_and_never_for_a_wrapper() -> None:
     assert answer(Found(None, fuzzy=[FUZZY]))[:2] == ("vllm.prompt_too_long", "close_resemblance")
     faint = scored(FUZZY.sig, "fuzzy", rules.EXPLICIT_FLOOR - 0.01)
     assert answer(Found(None, fuzzy=[faint])) == (None, None, [])
-    assert answer(Found(None, fuzzy=[FUZZY_WRAPPER], guesses=[LORA_GUESS]))[:2] == ("component.lora", "family_guess")
+    assert answer(Found(None, fuzzy=[FUZZY_WRAPPER], guesses=[LORA_GUESS]))[:2] == (
+        "component.lora",
+        "family_guess",
+    )
 
 
 def test_nothing_found_is_no_answer() -> None:
@@ -121,7 +143,11 @@ def test_family_admission_thresholds_and_the_engine_for_the_last_resort() -> Non
 
 
 def test_bands_order_areas_symptoms_and_the_last_resort() -> None:
-    assert rules.family_rank(LORA.sig, 1.0) > rules.family_rank(CLIENT.sig, 5.0) > rules.family_rank(FALLBACK.sig, 9.0)
+    assert (
+        rules.family_rank(LORA.sig, 1.0)
+        > rules.family_rank(CLIENT.sig, 5.0)
+        > rules.family_rank(FALLBACK.sig, 9.0)
+    )
 
 
 def test_specific_rank_orders_fit_then_own_words_then_priority_then_length_then_position() -> None:
@@ -143,6 +169,8 @@ def test_every_rule_is_in_the_docs_as_kb_rules_prints_it() -> None:
     printed = CliRunner().invoke(cli, ["kb", "rules"]).output
     docs = (Path(__file__).resolve().parents[2] / "docs" / "knowledge-base.md").read_text()
     block = re.search(r"<!-- rules:start -->\n(.*?)<!-- rules:end -->", docs, re.S)
-    assert block is not None and block.group(1) == printed, "run `triage-bot kb rules --update docs/knowledge-base.md`"
+    assert block is not None and block.group(1) == printed, (
+        "run `triage-bot kb rules --update docs/knowledge-base.md`"
+    )
     for rule in rules.RULES:
         assert f"`{rule.__name__}`" in printed and rule.__doc__

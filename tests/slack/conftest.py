@@ -66,8 +66,9 @@ class Env:
         return sent
 
     def command(self, text: str, user: str = ALICE, channel: str = CHANNEL) -> req.Sent:
-        sent = self.send.command(req.slash_command(text, response_url=self.slack.response_url(), user=user,
-                                                   channel=channel))
+        sent = self.send.command(
+            req.slash_command(text, response_url=self.slack.response_url(), user=user, channel=channel)
+        )
         assert sent.status == 200, sent.body
         return sent
 
@@ -78,13 +79,25 @@ class Env:
         return sent
 
 
-def start_env(slack: SlackStandin, triager: Triager, history: HistoryStore,
-              integrations: Integrations | None = None, **overrides: Any) -> Env:
+def start_env(
+    slack: SlackStandin,
+    triager: Triager,
+    history: HistoryStore,
+    integrations: Integrations | None = None,
+    **overrides: Any,
+) -> Env:
     # no channel pacing unless a test asks for it: bursts to one channel would wait in the outbox
-    settings: dict[str, Any] = {"admins": frozenset({ADMIN}), "rate_limit_retries": 2, "channel_pace_s": 0.0} | overrides
-    config = SlackConfig(bot_token=BOT_TOKEN, signing_secret=SIGNING_SECRET, api_url=slack.api_url, **settings)
-    bot = build(config, triager=triager, history=history,
-                integrations=integrations or Integrations(discover=False))
+    settings: dict[str, Any] = {
+        "admins": frozenset({ADMIN}),
+        "rate_limit_retries": 2,
+        "channel_pace_s": 0.0,
+    } | overrides
+    config = SlackConfig(
+        bot_token=BOT_TOKEN, signing_secret=SIGNING_SECRET, api_url=slack.api_url, **settings
+    )
+    bot = build(
+        config, triager=triager, history=history, integrations=integrations or Integrations(discover=False)
+    )
     server = HttpServer(bot, host="127.0.0.1", port=0, threads=8).start()
     return Env(slack, bot, server, req.SignedSender(server.url + "/slack/events", SIGNING_SECRET), history)
 

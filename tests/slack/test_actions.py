@@ -29,8 +29,18 @@ def _feedback(env: Env) -> list[tuple[int, str, str, str | None]]:
 
 def _click_on(env: Env, post: dict, action_id: str, user: str) -> None:
     value = next(e["value"] for e in post["blocks"][-1]["elements"] if e["action_id"] == action_id)
-    env.click(action_id, value, user=user, message_ts="1700000000.000900",
-              message={"type": "message", "ts": "1700000000.000900", "text": post["text"], "blocks": post["blocks"]})
+    env.click(
+        action_id,
+        value,
+        user=user,
+        message_ts="1700000000.000900",
+        message={
+            "type": "message",
+            "ts": "1700000000.000900",
+            "text": post["text"],
+            "blocks": post["blocks"],
+        },
+    )
     env.settle()
 
 
@@ -39,7 +49,9 @@ def test_an_admin_resolves_from_the_button_and_the_answer_is_updated_in_place(en
     _click_on(env, post, ACTION_RESOLVE, ADMIN)
     [update] = env.slack.bodies("chat.update")
     assert (update["channel"], update["ts"], update["text"]) == (CHANNEL, "1700000000.000900", post["text"])
-    assert update["blocks"][:-1] == post["blocks"][:-1]  # same answer, the buttons replaced by who resolved it
+    assert (
+        update["blocks"][:-1] == post["blocks"][:-1]
+    )  # same answer, the buttons replaced by who resolved it
     note = update["blocks"][-1]
     assert note["type"] == "context"
     assert note["elements"][0]["text"].startswith(f":white_check_mark: Resolved by <@{ADMIN}> on ")
@@ -90,17 +102,27 @@ def test_wrong_match_opens_a_modal_and_records_the_right_signature(env: Env) -> 
     [opened] = env.slack.bodies("views.open")
     view = opened["view"]
     assert opened["trigger_id"].endswith(".trigger")
-    assert (view["type"], view["callback_id"], view["title"]["text"]) == ("modal", WRONG_MATCH_VIEW, "Wrong match")
-    options = [o["value"] for group in view["blocks"][1]["element"]["option_groups"] for o in group["options"]]
+    assert (view["type"], view["callback_id"], view["title"]["text"]) == (
+        "modal",
+        WRONG_MATCH_VIEW,
+        "Wrong match",
+    )
+    options = [
+        o["value"] for group in view["blocks"][1]["element"]["option_groups"] for o in group["options"]
+    ]
     assert "vllm.kv_cache_no_memory" not in options  # not the one it already said
     assert {"none", "vllm.engine_core_dead", "component.lora"} <= set(options)
     metadata = json.loads(view["private_metadata"])
     assert (metadata["i"], metadata["s"], metadata["c"]) == (1, "vllm.kv_cache_no_memory", CHANNEL)
 
-    values = {BLOCK_PICK: {ACTION_PICK: {"type": "static_select",
-                                         "selected_option": {"value": "vllm.engine_core_dead"}}}}
-    sent = env.send.interactive(req.view_submission(WRONG_MATCH_VIEW, values, private_metadata=view["private_metadata"],
-                                                    user=ALICE))
+    values = {
+        BLOCK_PICK: {
+            ACTION_PICK: {"type": "static_select", "selected_option": {"value": "vllm.engine_core_dead"}}
+        }
+    }
+    sent = env.send.interactive(
+        req.view_submission(WRONG_MATCH_VIEW, values, private_metadata=view["private_metadata"], user=ALICE)
+    )
     assert sent.status == 200 and sent.body == ""  # closes the modal
     env.settle()
     assert _feedback(env) == [(1, ALICE, "wrong_match", "vllm.engine_core_dead")]

@@ -17,19 +17,38 @@ LIVE = re.compile(r"<[!@#]|<https?:|<mailto:")
 
 
 def _match(**overrides) -> Match:
-    fields = dict(id="vllm.kv_cache_no_memory", engine="vllm", title="No memory for KV cache blocks", confidence=0.93,
-                  line="ValueError: No available memory", values={}, tier="specific", how="pattern", severity="high")
+    fields = dict(
+        id="vllm.kv_cache_no_memory",
+        engine="vllm",
+        title="No memory for KV cache blocks",
+        confidence=0.93,
+        line="ValueError: No available memory",
+        values={},
+        tier="specific",
+        how="pattern",
+        severity="high",
+    )
     return Match(**(fields | overrides))
 
 
 def test_an_enormous_answer_is_cut_to_fit_with_a_visible_marker() -> None:
     long = "word " * 2000
     answer = Answer(
-        match=_match(title="T" * 400, line="L" * 9000), passive=True, engine="vllm", cause=long,
-        recovery="\n".join(f"step {n}\n$ vllm serve m --flag-{n} {'x' * 500}" for n in range(80)), faq=long,
-        protocol=Protocol(confirm=[long] * 5, collect=[long] * 5, workarounds=[long] * 5, report={"default": long}),
-        docs=["https://docs.vllm.ai/x"] * 40, others=[Candidate(f"generic.x{n}", "x", 0.5) for n in range(60)])
-    message = answer_message(answer, incident_id=7, notes=[long[:2900]] * 40)  # notes fill what Details does not hold
+        match=_match(title="T" * 400, line="L" * 9000),
+        passive=True,
+        engine="vllm",
+        cause=long,
+        recovery="\n".join(f"step {n}\n$ vllm serve m --flag-{n} {'x' * 500}" for n in range(80)),
+        faq=long,
+        protocol=Protocol(
+            confirm=[long] * 5, collect=[long] * 5, workarounds=[long] * 5, report={"default": long}
+        ),
+        docs=["https://docs.vllm.ai/x"] * 40,
+        others=[Candidate(f"generic.x{n}", "x", 0.5) for n in range(60)],
+    )
+    message = answer_message(
+        answer, incident_id=7, notes=[long[:2900]] * 40
+    )  # notes fill what Details does not hold
     assert validate(message.blocks) == []
     assert len(message.blocks) <= MAX_BLOCKS
     assert message.cut and MORE in json.dumps(message.blocks, ensure_ascii=False)
@@ -43,10 +62,17 @@ def test_an_enormous_answer_is_cut_to_fit_with_a_visible_marker() -> None:
 
 
 def test_an_ordinary_answer_is_not_cut_and_leads_with_the_fix() -> None:
-    message = answer_message(Answer(match=_match(), passive=True, engine="vllm",
-                                    cause="The cache is full. It fills when many long prompts arrive at once.",
-                                    recovery="Do this:\n$ vllm serve m\n$ nvidia-smi\nthen that",
-                                    commands=["vllm serve m", "nvidia-smi"], faq="A long FAQ answer."))
+    message = answer_message(
+        Answer(
+            match=_match(),
+            passive=True,
+            engine="vllm",
+            cause="The cache is full. It fills when many long prompts arrive at once.",
+            recovery="Do this:\n$ vllm serve m\n$ nvidia-smi\nthen that",
+            commands=["vllm serve m", "nvidia-smi"],
+            faq="A long FAQ answer.",
+        )
+    )
     kinds = [b["type"] for b in message.blocks]
     assert kinds[:4] == ["header", "context", "section", "section"] and kinds[-1] == "actions"
     assert message.blocks[2]["text"]["text"] == "*Fix*\nDo this:\n```vllm serve m\nnvidia-smi```\nthen that"
@@ -57,11 +83,17 @@ def test_an_ordinary_answer_is_not_cut_and_leads_with_the_fix() -> None:
 
 
 def test_no_match_lists_the_nearest_candidates() -> None:
-    answer = Answer(match=None, passive=False, engine=None,
-                    candidates=[Candidate("vllm.kv_cache_no_memory", "No memory <for> KV", 0.41)])
+    answer = Answer(
+        match=None,
+        passive=False,
+        engine=None,
+        candidates=[Candidate("vllm.kv_cache_no_memory", "No memory <for> KV", 0.41)],
+    )
     message = answer_message(answer)
     assert message.text == "No known signature matched this paste."
-    assert "• `vllm.kv_cache_no_memory` No memory &lt;for&gt; KV (41%)" in json.dumps(message.blocks, ensure_ascii=False)
+    assert "• `vllm.kv_cache_no_memory` No memory &lt;for&gt; KV (41%)" in json.dumps(
+        message.blocks, ensure_ascii=False
+    )
     assert all(b["type"] != "actions" for b in message.blocks)  # nothing to resolve
 
 
@@ -87,8 +119,17 @@ def test_no_input_can_produce_a_live_mention(text: str) -> None:
     for shown in (escape(from_slack(text)), escape(text), code_safe(text)):
         assert not LIVE.search(shown)
         assert "<" not in shown and ">" not in shown
-    message = answer_message(Answer(match=_match(line=text, title=text or "t"), passive=True, engine="vllm",
-                                    cause=text, recovery=f"{text}\n$ {text}", faq=text), notes=[escape(text)])
+    message = answer_message(
+        Answer(
+            match=_match(line=text, title=text or "t"),
+            passive=True,
+            engine="vllm",
+            cause=text,
+            recovery=f"{text}\n$ {text}",
+            faq=text,
+        ),
+        notes=[escape(text)],
+    )
     assert not LIVE.search(json.dumps([b for b in message.blocks if b["type"] != "header"]))
     assert validate(message.blocks) == []
 

@@ -10,10 +10,16 @@ from triage_bot.slack.config import DEFAULT_API_URL, SlackConfig, SlackConfigErr
 
 
 def test_settings_from_the_environment() -> None:
-    config = SlackConfig.from_env({
-        "SLACK_BOT_TOKEN": "xoxb-1", "SLACK_APP_TOKEN": "xapp-1", "SLACK_API_URL": "http://proxy.local/api",
-        "TRIAGE_ADMINS": "U1, U2;W3", "TRIAGE_FILE_MAX_BYTES": "1024", "TRIAGE_REPLY_TO_BOTS": "yes",
-    })
+    config = SlackConfig.from_env(
+        {
+            "SLACK_BOT_TOKEN": "xoxb-1",
+            "SLACK_APP_TOKEN": "xapp-1",
+            "SLACK_API_URL": "http://proxy.local/api",
+            "TRIAGE_ADMINS": "U1, U2;W3",
+            "TRIAGE_FILE_MAX_BYTES": "1024",
+            "TRIAGE_REPLY_TO_BOTS": "yes",
+        }
+    )
     assert config.socket_mode and config.has_slack
     assert config.api_url == "http://proxy.local/api/"  # slack_sdk joins method names onto it
     assert config.admins == {"U1", "U2", "W3"} and config.is_admin("W3") and not config.is_admin("U9")
@@ -23,14 +29,20 @@ def test_settings_from_the_environment() -> None:
     assert not empty.is_admin("") and not empty.is_admin(None)
 
 
-@pytest.mark.parametrize(("env", "message"), [
-    ({"SLACK_BOT_TOKEN": "not-a-token"}, "SLACK_BOT_TOKEN must be a bot token"),
-    ({"SLACK_APP_TOKEN": "xoxb-wrong"}, "SLACK_APP_TOKEN must be an app-level token"),
-    ({"SLACK_API_URL": "ftp://x"}, "SLACK_API_URL must be an http"),
-    ({"TRIAGE_FILE_MAX_BYTES": "lots"}, "TRIAGE_FILE_MAX_BYTES='lots': Input should be a valid integer"),
-    ({"TRIAGE_SLACK_WORKERS": "0"}, "TRIAGE_SLACK_WORKERS='0': Input should be greater than or equal to 1"),
-    ({"TRIAGE_REPLY_TO_BOTS": "maybe"}, "TRIAGE_REPLY_TO_BOTS='maybe'"),
-])
+@pytest.mark.parametrize(
+    ("env", "message"),
+    [
+        ({"SLACK_BOT_TOKEN": "not-a-token"}, "SLACK_BOT_TOKEN must be a bot token"),
+        ({"SLACK_APP_TOKEN": "xoxb-wrong"}, "SLACK_APP_TOKEN must be an app-level token"),
+        ({"SLACK_API_URL": "ftp://x"}, "SLACK_API_URL must be an http"),
+        ({"TRIAGE_FILE_MAX_BYTES": "lots"}, "TRIAGE_FILE_MAX_BYTES='lots': Input should be a valid integer"),
+        (
+            {"TRIAGE_SLACK_WORKERS": "0"},
+            "TRIAGE_SLACK_WORKERS='0': Input should be greater than or equal to 1",
+        ),
+        ({"TRIAGE_REPLY_TO_BOTS": "maybe"}, "TRIAGE_REPLY_TO_BOTS='maybe'"),
+    ],
+)
 def test_bad_settings_fail_naming_the_variable(env: dict[str, str], message: str) -> None:
     with pytest.raises(SlackConfigError, match=message):
         SlackConfig.from_env(env)

@@ -19,8 +19,10 @@ from triage_bot.testing import slack_requests as req
 from triage_bot.testing.slack_standin import SIGNING_SECRET, SlackStandin
 from triage_bot.testing.waiting import wait_until
 
-OOM = ("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of "
-       "79.15 GiB of which 1.06 GiB is free.")
+OOM = (
+    "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of "
+    "79.15 GiB of which 1.06 GiB is free."
+)
 
 
 def _replies(slack: SlackStandin) -> Counter[str]:
@@ -49,7 +51,9 @@ def slack():
         yield standin
 
 
-def test_events_acked_before_a_kill_are_answered_once_after_the_restart(slack: SlackStandin, tmp_path: Path) -> None:
+def test_events_acked_before_a_kill_are_answered_once_after_the_restart(
+    slack: SlackStandin, tmp_path: Path
+) -> None:
     url = f"sqlite:///{tmp_path / 'bot.sqlite3'}"
     replica = Replica(slack, tmp_path, database_url=url, replica_id="a").start()
     slack.hold("chat.postMessage")  # the work after the ack cannot finish before the kill
@@ -74,20 +78,29 @@ def _pg_url(schema: str) -> str:
     return PG_DSN.replace("postgresql://", "postgresql+psycopg://") + f"?options=-csearch_path%3D{schema}"
 
 
-def test_a_burst_of_200_with_a_replica_killed_midway_is_answered_once(slack: SlackStandin, tmp_path: Path,
-                                                                      pg_schema: str) -> None:
+def test_a_burst_of_200_with_a_replica_killed_midway_is_answered_once(
+    slack: SlackStandin, tmp_path: Path, pg_schema: str
+) -> None:
     url = _pg_url(pg_schema)
     fast_takeover = {"TRIAGE_INBOX_LEASE_S": "3", "TRIAGE_INBOX_GRACE_S": "2"}
     a = Replica(slack, tmp_path, database_url=url, replica_id="a", extra_env=fast_takeover).start()
-    b = Replica(slack, tmp_path, database_url=url, replica_id="b", extra_env=fast_takeover,
-                args=("--no-scheduler", "--no-migrate")).start()
+    b = Replica(
+        slack,
+        tmp_path,
+        database_url=url,
+        replica_id="b",
+        extra_env=fast_takeover,
+        args=("--no-scheduler", "--no-migrate"),
+    ).start()
     stamps = [f"1700000700.{i:06d}" for i in range(200)]
     killed = threading.Event()
 
     def deliver() -> None:
         """Slack delivers each event to one replica (a load balancer); a refused delivery goes to the other."""
-        with req.SignedSender(a.events_url, SIGNING_SECRET, timeout=5) as to_a, \
-                req.SignedSender(b.events_url, SIGNING_SECRET, timeout=5) as to_b:
+        with (
+            req.SignedSender(a.events_url, SIGNING_SECRET, timeout=5) as to_a,
+            req.SignedSender(b.events_url, SIGNING_SECRET, timeout=5) as to_b,
+        ):
             for i, ts in enumerate(stamps):
                 if i == 100:
                     a.kill()  # mid-burst: A's acked but unfinished work is left in the inbox
@@ -111,8 +124,9 @@ def test_a_burst_of_200_with_a_replica_killed_midway_is_answered_once(slack: Sla
     assert doubled == {} and set(stamps) <= set(replies), output[-3000:]
 
 
-def test_a_database_outage_with_slack_retries_answers_each_event_once(slack: SlackStandin, tmp_path: Path,
-                                                                      own_postgres) -> None:
+def test_a_database_outage_with_slack_retries_answers_each_event_once(
+    slack: SlackStandin, tmp_path: Path, own_postgres
+) -> None:
     """The history's PostgreSQL is stopped while events and their Slack retries arrive: the local
     inbox keeps once-only, replies go out, records spool; when it is back nothing is doubled."""
     replica = Replica(slack, tmp_path, database_url=own_postgres.url, replica_id="a").start()

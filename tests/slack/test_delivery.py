@@ -29,7 +29,11 @@ def test_a_reply_slack_keeps_refusing_waits_in_the_outbox_and_lands_later(env: E
     env.settle()
     assert env.posts() == []
     [row] = env.bot.deps.store.rows()
-    assert (row["method"], row["state"], row["payload"]["channel"]) == ("chat.postMessage", "pending", "C0INCIDENT")
+    assert (row["method"], row["state"], row["payload"]["channel"]) == (
+        "chat.postMessage",
+        "pending",
+        "C0INCIDENT",
+    )
     assert row["last_error"] == "429 ratelimited"
     # the sweeper (a timer in production) retries once the wait is over
     assert env.bot.delivery.sweep(now=datetime.now(UTC) + timedelta(minutes=1)) == 1
@@ -79,7 +83,9 @@ def test_a_cut_answer_is_followed_by_the_full_text_as_a_file(env: Env) -> None:
     from triage_bot.slack.listeners import post_answer
 
     cut = Message("Title", [{"type": "section", "text": {"type": "mrkdwn", "text": "part"}}], cut=True)
-    post_answer(env.bot.deps, None, "C0INCIDENT", "1700000000.000001", cut, None, "vllm", lambda: "the whole answer")
+    post_answer(
+        env.bot.deps, None, "C0INCIDENT", "1700000000.000001", cut, None, "vllm", lambda: "the whole answer"
+    )
     [url] = env.slack.bodies("files.getUploadURLExternal")
     assert (url["filename"], url["length"]) == ("triage-answer.txt", str(len("the whole answer")))
     [upload] = env.slack.calls("upload")
@@ -98,7 +104,9 @@ def test_retry_after_is_read_in_every_form() -> None:
     assert parse_retry_after("30") == 30.0
     assert parse_retry_after("1.5") == 1.5
     assert parse_retry_after(format_datetime(now + timedelta(seconds=90), usegmt=True), now) == 90.0
-    assert parse_retry_after(format_datetime(now - timedelta(seconds=5), usegmt=True), now) == 0.0  # past: now
+    assert (
+        parse_retry_after(format_datetime(now - timedelta(seconds=5), usegmt=True), now) == 0.0
+    )  # past: now
     for junk in (None, "", "soon", "-4", "nan"):
         assert parse_retry_after(junk) == 1.0
 
@@ -117,8 +125,11 @@ def test_a_decimal_retry_after_is_honoured_not_dropped(env: Env, retry_after: st
 def test_an_http_date_retry_after_is_honoured(env: Env) -> None:
     from email.utils import format_datetime
 
-    env.slack.rate_limit("chat.postMessage", times=1,
-                         retry_after=format_datetime(datetime.now(UTC) + timedelta(seconds=2), usegmt=True))
+    env.slack.rate_limit(
+        "chat.postMessage",
+        times=1,
+        retry_after=format_datetime(datetime.now(UTC) + timedelta(seconds=2), usegmt=True),
+    )
     env.event(req.message(KV_ERROR))
     env.settle()
     assert [c.status for c in env.slack.calls("chat.postMessage")] == [429, 200]
@@ -131,8 +142,11 @@ def test_a_long_retry_after_waits_in_the_outbox_not_in_a_worker(env: Env) -> Non
     assert env.posts() == []
     [row] = env.bot.deps.store.rows()
     assert row["state"] == "pending" and row["last_error"] == "429 ratelimited"
-    assert row["next_at"] >= datetime.now(UTC).replace(tzinfo=None) + timedelta(seconds=80) \
-        if row["next_at"].tzinfo is None else row["next_at"] >= datetime.now(UTC) + timedelta(seconds=80)
+    assert (
+        row["next_at"] >= datetime.now(UTC).replace(tzinfo=None) + timedelta(seconds=80)
+        if row["next_at"].tzinfo is None
+        else row["next_at"] >= datetime.now(UTC) + timedelta(seconds=80)
+    )
     assert env.bot.delivery.sweep(now=datetime.now(UTC) + timedelta(seconds=30)) == 0  # not due yet
     assert env.bot.delivery.sweep(now=datetime.now(UTC) + timedelta(seconds=120)) == 1
     assert len(env.posts()) == 1

@@ -12,8 +12,15 @@ import yaml
 from triage_bot.slack.http import HEALTH_PATH
 
 ROOT = Path(__file__).resolve().parents[2]
-SLACK_ENV = {"SLACK_BOT_TOKEN", "SLACK_APP_TOKEN", "SLACK_SIGNING_SECRET", "SLACK_API_URL", "TRIAGE_ADMINS",
-             "TRIAGE_ALERT_CHANNEL", "TRIAGE_DIGEST_CHANNEL"}
+SLACK_ENV = {
+    "SLACK_BOT_TOKEN",
+    "SLACK_APP_TOKEN",
+    "SLACK_SIGNING_SECRET",
+    "SLACK_API_URL",
+    "TRIAGE_ADMINS",
+    "TRIAGE_ALERT_CHANNEL",
+    "TRIAGE_DIGEST_CHANNEL",
+}
 
 
 def test_compose_runs_the_bot_against_postgres() -> None:
@@ -40,14 +47,25 @@ def test_compose_runs_the_bot_against_postgres() -> None:
 def test_the_image_migrates_then_serves() -> None:
     dockerfile = (ROOT / "Dockerfile").read_text(encoding="utf-8")
     assert dockerfile.startswith("#") and "FROM python:3.11" in dockerfile
-    for part in ("COPY triage_bot ./triage_bot", "pip wheel --no-deps -w /dist .", "pip install /dist/*.whl",
-                 "TRIAGE_DATA_DIR=/data", "USER triage", 'ENTRYPOINT ["/app/entrypoint.sh"]'):
+    for part in (
+        "COPY triage_bot ./triage_bot",
+        "pip wheel --no-deps -w /dist .",
+        "pip install /dist/*.whl",
+        "TRIAGE_DATA_DIR=/data",
+        "USER triage",
+        'ENTRYPOINT ["/app/entrypoint.sh"]',
+    ):
         assert part in dockerfile
-    assert "-e ." not in dockerfile and "COPY knowledge" not in dockerfile  # the image runs the wheel, not a checkout
+    assert (
+        "-e ." not in dockerfile and "COPY knowledge" not in dockerfile
+    )  # the image runs the wheel, not a checkout
     entrypoint = (ROOT / "docker" / "entrypoint.sh").read_text(encoding="utf-8")
     upgrade, serve = entrypoint.index("triage-bot db upgrade"), entrypoint.index("exec triage-bot serve")
     assert upgrade < serve and "--http --port" in entrypoint
-    assert shutil.which("sh") is None or subprocess.run(["sh", "-n", str(ROOT / "docker" / "entrypoint.sh")]).returncode == 0
+    assert (
+        shutil.which("sh") is None
+        or subprocess.run(["sh", "-n", str(ROOT / "docker" / "entrypoint.sh")]).returncode == 0
+    )
 
 
 def _compose() -> list[str] | None:

@@ -7,7 +7,9 @@ import json
 from tests.slack.conftest import KV_ERROR, Env
 from triage_bot.testing import slack_requests as req
 
-LOG = ("INFO 05-13 10:46:40 [api_server.py:1] vLLM API server version 0.9.1\n" * 20 + KV_ERROR + "\n").encode()
+LOG = (
+    "INFO 05-13 10:46:40 [api_server.py:1] vLLM API server version 0.9.1\n" * 20 + KV_ERROR + "\n"
+).encode()
 
 
 def test_an_attached_log_is_read_and_answered_in_the_thread(env: Env) -> None:
@@ -31,8 +33,12 @@ def _mention_with(env: Env, attached: dict) -> dict:
 
 
 def test_a_binary_file_gets_a_clear_answer(env: Env) -> None:
-    attached = env.slack.add_file(b"\x7fELF\x02\x01\x01\x00" + bytes(range(256)) * 8, name="core.dump",
-                                  mimetype="text/plain", filetype="text")  # a type that lies: the bytes tell
+    attached = env.slack.add_file(
+        b"\x7fELF\x02\x01\x01\x00" + bytes(range(256)) * 8,
+        name="core.dump",
+        mimetype="text/plain",
+        filetype="text",
+    )  # a type that lies: the bytes tell
     post = _mention_with(env, attached)
     assert post["text"] == "No known signature matched this paste."
     assert "`core.dump`: it is a binary file, not text" in json.dumps(post["blocks"])
@@ -73,8 +79,9 @@ def test_unreadable_files_in_a_channel_stay_silent(env: Env) -> None:
 
 def test_a_paste_with_a_file_combines_both(env: Env) -> None:
     attached = env.slack.add_file(LOG, name="engine.log")
-    env.event(req.app_mention("it died again, log attached", files=[attached],
-                              bot_user_id=env.slack.bot_user_id))
+    env.event(
+        req.app_mention("it died again, log attached", files=[attached], bot_user_id=env.slack.bot_user_id)
+    )
     env.settle()
     [post] = env.posts()
     assert "No memory for KV cache blocks (" in post["text"]

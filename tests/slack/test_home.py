@@ -29,8 +29,9 @@ def test_home_shows_open_incidents_and_says_what_is_missing(env: Env) -> None:
 def test_home_with_engines_and_a_digest(slack, triager, history) -> None:
     checked = datetime(2026, 11, 2, 9, 0, tzinfo=UTC)
     engines = [SimpleNamespace(name="llama-prod", kind="vllm", state="up", checked_at=checked, detail="")]
-    env = start_env(slack, triager, history,
-                    integrations=Integrations(lambda: engines, lambda: "3 incidents, 1 new"))
+    env = start_env(
+        slack, triager, history, integrations=Integrations(lambda: engines, lambda: "3 incidents, 1 new")
+    )
     try:
         env.event(req.app_home_opened(ALICE))
         env.settle()

@@ -32,17 +32,30 @@ def test_a_bad_signature_is_refused_with_401_and_nothing_runs(env: Env) -> None:
     assert env.posts() == [] and env.history.history() == []
 
 
-@pytest.mark.parametrize(("timestamp", "signature"), [
-    ("abc", None), ("1.5e9", None), ("", None), ("9" * 40, None),  # not a number of seconds
-    (None, "v0=zz"), (None, "v1=" + "0" * 64), (None, ""), (None, "v0=" + "0" * 64 + "00"),
-])
-def test_malformed_signature_headers_get_401_not_500(env: Env, caplog: pytest.LogCaptureFixture,
-                                                      timestamp: str | None, signature: str | None) -> None:
+@pytest.mark.parametrize(
+    ("timestamp", "signature"),
+    [
+        ("abc", None),
+        ("1.5e9", None),
+        ("", None),
+        ("9" * 40, None),  # not a number of seconds
+        (None, "v0=zz"),
+        (None, "v1=" + "0" * 64),
+        (None, ""),
+        (None, "v0=" + "0" * 64 + "00"),
+    ],
+)
+def test_malformed_signature_headers_get_401_not_500(
+    env: Env, caplog: pytest.LogCaptureFixture, timestamp: str | None, signature: str | None
+) -> None:
     body = _envelope(env)
-    headers = {"Content-Type": "application/json",
-               "X-Slack-Request-Timestamp": str(int(time.time())) if timestamp is None else timestamp,
-               "X-Slack-Signature": env.send.verifier.generate_signature(timestamp=str(int(time.time())), body=body)
-               if signature is None else signature}
+    headers = {
+        "Content-Type": "application/json",
+        "X-Slack-Request-Timestamp": str(int(time.time())) if timestamp is None else timestamp,
+        "X-Slack-Signature": env.send.verifier.generate_signature(timestamp=str(int(time.time())), body=body)
+        if signature is None
+        else signature,
+    }
     response = httpx.post(env.send.url, content=body, headers=headers)
     assert (response.status_code, response.json()) == (401, {"error": "invalid request"})
     assert "Traceback" not in caplog.text
@@ -51,7 +64,9 @@ def test_malformed_signature_headers_get_401_not_500(env: Env, caplog: pytest.Lo
 
 
 def test_a_replayed_slash_command_runs_once(env: Env) -> None:
-    form = req.slash_command(KV_ERROR, response_url=env.slack.response_url(), user="U0ALICE", channel="C0INCIDENT")
+    form = req.slash_command(
+        KV_ERROR, response_url=env.slack.response_url(), user="U0ALICE", channel="C0INCIDENT"
+    )
     stamp = int(time.time())
     for _ in range(3):  # the same signed request, sent three times within Slack's 5-minute window
         assert env.send.command(form, timestamp=stamp).status == 200
@@ -71,8 +86,9 @@ def test_a_stale_or_future_timestamp_is_refused_with_401(env: Env, skew: int) ->
 
 
 def test_url_verification_and_healthz(env: Env) -> None:
-    sent = env.send.post(json.dumps({"type": "url_verification", "challenge": "abc123", "token": "t"}),
-                         "application/json")
+    sent = env.send.post(
+        json.dumps({"type": "url_verification", "challenge": "abc123", "token": "t"}), "application/json"
+    )
     assert (sent.status, sent.json()) == (200, {"challenge": "abc123"})
     health = httpx.get(env.server.url + "/healthz")
     assert health.status_code == 200 and health.json()["ok"] is True
@@ -137,7 +153,9 @@ def test_a_crowd_of_idle_connections_does_not_lock_out_slack_or_the_probe(env: E
         for _ in range(150):  # half-open clients that connect and say nothing
             sock = socket.create_connection((host, int(port)), timeout=5)
             idle.append(sock)
-        assert httpx.get(env.server.url + "/healthz", timeout=5).status_code == 200  # before idle ones time out
+        assert (
+            httpx.get(env.server.url + "/healthz", timeout=5).status_code == 200
+        )  # before idle ones time out
         assert env.event(req.message(KV_ERROR, ts="1700000800.000001")).status == 200
     finally:
         for sock in idle:

@@ -12,7 +12,10 @@ from tests.support.tcp_proxy import hanging_server
 from triage_bot.history.db import make_engine
 from triage_bot.slack.inbox import Inbox, inbox_metadata, local_engine
 
-BODY = {"event_id": "Ev1", "event": {"type": "message", "text": "token=hf_AbCdEfGhIjKlMnOpQrStUvWxYz0123456789"}}
+BODY = {
+    "event_id": "Ev1",
+    "event": {"type": "message", "text": "token=hf_AbCdEfGhIjKlMnOpQrStUvWxYz0123456789"},
+}
 
 
 class Clock:
@@ -27,8 +30,14 @@ def _inbox(tmp_path: Path, clock: Clock, replica: str = "a", shared: object = "s
     engine = make_engine(f"sqlite:///{tmp_path / 'shared.sqlite3'}") if shared == "sqlite" else shared
     if engine is not None:
         inbox_metadata.create_all(engine)
-    return Inbox(engine, local_engine(tmp_path / f"local-{replica}.sqlite3"), replica=replica, clock=clock,
-                 lease=timedelta(seconds=60), pending_grace=timedelta(seconds=30))
+    return Inbox(
+        engine,
+        local_engine(tmp_path / f"local-{replica}.sqlite3"),
+        replica=replica,
+        clock=clock,
+        lease=timedelta(seconds=60),
+        pending_grace=timedelta(seconds=30),
+    )
 
 
 def test_a_request_is_accepted_once_claimed_once_and_done(tmp_path: Path) -> None:
@@ -105,8 +114,14 @@ def test_a_hung_database_costs_the_ack_its_deadline_once_not_every_time(tmp_path
     clock = Clock()
     with hanging_server() as hung:
         engine = make_engine(f"postgresql://u@127.0.0.1:{hung.port}/db", connect_args={"connect_timeout": 30})
-        inbox = Inbox(engine, local_engine(tmp_path / "local.sqlite3"), replica="a", clock=clock,
-                      write_deadline_s=0.5, down_for=timedelta(seconds=10))
+        inbox = Inbox(
+            engine,
+            local_engine(tmp_path / "local.sqlite3"),
+            replica="a",
+            clock=clock,
+            write_deadline_s=0.5,
+            down_for=timedelta(seconds=10),
+        )
         started = time.monotonic()
         assert inbox.accept("Ev1", "message", BODY) is True
         waited = time.monotonic() - started

@@ -26,8 +26,9 @@ def _blocks_text(body: dict) -> str:
     return json.dumps(body["blocks"], ensure_ascii=False)
 
 
-def test_status_without_engines_yaml_says_none_are_configured(slack, triager, history, tmp_path: Path,
-                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+def test_status_without_engines_yaml_says_none_are_configured(
+    slack, triager, history, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("TRIAGE_ENGINES", str(tmp_path / "missing.yaml"))
     env = start_env(slack, triager, history, integrations=Integrations(history=history))
     try:
@@ -38,8 +39,9 @@ def test_status_without_engines_yaml_says_none_are_configured(slack, triager, hi
         stop_env(env)
 
 
-def test_status_shows_each_engines_latest_check(slack, triager, history, tmp_path: Path,
-                                                monkeypatch: pytest.MonkeyPatch) -> None:
+def test_status_shows_each_engines_latest_check(
+    slack, triager, history, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     (tmp_path / "engines.yaml").write_text(ENGINES, encoding="utf-8")
     monkeypatch.setenv("TRIAGE_ENGINES", str(tmp_path / "engines.yaml"))
     history.record_check("llama-prod", "up", details={"health": "ok", "detail": ""})

@@ -22,12 +22,21 @@ SUBSCRIPTIONS = {
     "app_home_opened": {"app_home_opened"},
 }
 SCOPE_FOR_SUBSCRIPTION = {
-    "message.channels": "channels:history", "message.groups": "groups:history", "message.im": "im:history",
-    "message.mpim": "mpim:history", "app_mention": "app_mentions:read", "app_home_opened": None,
+    "message.channels": "channels:history",
+    "message.groups": "groups:history",
+    "message.im": "im:history",
+    "message.mpim": "mpim:history",
+    "app_mention": "app_mentions:read",
+    "app_home_opened": None,
 }
 # chat.postMessage/postEphemeral/update, /triage and the shortcut, files.info + url_private, files_upload_v2
 CALL_SCOPES = {"chat:write", "commands", "files:read", "files:write"}
-CHANNEL_TYPE = {"message.channels": "channel", "message.groups": "group", "message.im": "im", "message.mpim": "mpim"}
+CHANNEL_TYPE = {
+    "message.channels": "channel",
+    "message.groups": "group",
+    "message.im": "im",
+    "message.mpim": "mpim",
+}
 
 
 @pytest.fixture(scope="module")
@@ -41,8 +50,12 @@ def test_the_manifest_subscribes_to_exactly_what_the_app_handles(env: Env, manif
     expected_events = set().union(*(SUBSCRIPTIONS[e] for e in surfaces.events))
     assert set(settings["event_subscriptions"]["bot_events"]) == expected_events
     assert {c["command"] for c in features["slash_commands"]} == surfaces.commands
-    assert {(s["callback_id"], s["type"]) for s in features["shortcuts"]} == {(c, "message") for c in surfaces.shortcuts}
-    assert settings["interactivity"]["is_enabled"] is bool(surfaces.actions or surfaces.views or surfaces.shortcuts)
+    assert {(s["callback_id"], s["type"]) for s in features["shortcuts"]} == {
+        (c, "message") for c in surfaces.shortcuts
+    }
+    assert settings["interactivity"]["is_enabled"] is bool(
+        surfaces.actions or surfaces.views or surfaces.shortcuts
+    )
     assert surfaces.actions == set(ALL_ACTIONS)
     assert features["app_home"]["home_tab_enabled"] is ("app_home_opened" in surfaces.events)
     scopes = {SCOPE_FOR_SUBSCRIPTION[s] for s in expected_events} - {None} | CALL_SCOPES
@@ -55,8 +68,10 @@ def test_the_manifest_keeps_slacks_field_limits(manifest: dict) -> None:
     assert re.fullmatch(r"[\w\-.]{1,80}", bot_user["display_name"])
     for command in manifest["features"]["slash_commands"]:
         assert command["command"].startswith("/") and len(command["command"]) <= 32 and command["description"]
-    for url in (manifest["settings"]["event_subscriptions"]["request_url"],
-                manifest["settings"]["interactivity"]["request_url"]):
+    for url in (
+        manifest["settings"]["event_subscriptions"]["request_url"],
+        manifest["settings"]["interactivity"]["request_url"],
+    ):
         assert url.endswith("/slack/events")
 
 
@@ -70,10 +85,15 @@ def test_every_subscribed_event_reaches_a_listener(env: Env, manifest: dict) -> 
             event = req.app_home_opened()
         assert env.event(event).status == 200, subscription
     # and the check means something: an event nothing listens to is a 404 (which Slack would retry)
-    unhandled = env.send.event(req.event_callback({"type": "reaction_added", "user": "U1", "reaction": "eyes"}))
+    unhandled = env.send.event(
+        req.event_callback({"type": "reaction_added", "user": "U1", "reaction": "eyes"})
+    )
     assert unhandled.status == 404
     for action_id in ALL_ACTIONS:
-        sent = env.send.interactive(req.block_action(action_id, json.dumps({"i": None, "s": None}),
-                                                     response_url=env.slack.response_url()))
+        sent = env.send.interactive(
+            req.block_action(
+                action_id, json.dumps({"i": None, "s": None}), response_url=env.slack.response_url()
+            )
+        )
         assert sent.status == 200, action_id
     env.settle()

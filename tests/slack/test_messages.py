@@ -19,22 +19,38 @@ def test_passive_paste_is_answered_in_its_thread_with_the_exact_answer(env: Env)
     assert post["channel"] == CHANNEL
     assert post["thread_ts"] == "1700000000.000100"
     # the notification leads with the command, then says what failed
-    assert post["text"] == ("vllm serve <model> --gpu-memory-utilization <util> | "
-                            "No memory for KV cache blocks (vllm.kv_cache_no_memory, confidence 97%)")
+    assert post["text"] == (
+        "vllm serve <model> --gpu-memory-utilization <util> | "
+        "No memory for KV cache blocks (vllm.kv_cache_no_memory, confidence 97%)"
+    )
     assert post["blocks"] == expected.blocks
     assert post["link_names"] is False
-    assert post["blocks"][0] == {"type": "header", "text": {"type": "plain_text",
-                                                            "text": "No memory for KV cache blocks", "emoji": True}}
+    assert post["blocks"][0] == {
+        "type": "header",
+        "text": {"type": "plain_text", "text": "No memory for KV cache blocks", "emoji": True},
+    }
     assert "`vllm.kv_cache_no_memory`" in json.dumps(post["blocks"][1])
     # the fix is the third block: the recovery command in a code block, its placeholders escaped (not links)
     assert post["blocks"][2]["text"]["text"].startswith("*Fix*\n")
-    assert "```vllm serve &lt;model&gt; --gpu-memory-utilization &lt;util&gt;```" in post["blocks"][2]["text"]["text"]
+    assert (
+        "```vllm serve &lt;model&gt; --gpu-memory-utilization &lt;util&gt;```"
+        in post["blocks"][2]["text"]["text"]
+    )
     actions = post["blocks"][-1]
     assert [e["action_id"] for e in actions["elements"]] == [
-        "triage_acknowledge", "triage_resolve", "triage_wrong_match", "triage_helpful", "triage_details"]
+        "triage_acknowledge",
+        "triage_resolve",
+        "triage_wrong_match",
+        "triage_helpful",
+        "triage_details",
+    ]
     assert json.loads(actions["elements"][0]["value"]) == {"i": 1, "s": "vllm.kv_cache_no_memory"}
     [incident] = env.history.history()
-    assert (incident.signature_id, incident.target, incident.status) == ("vllm.kv_cache_no_memory", CHANNEL, "open")
+    assert (incident.signature_id, incident.target, incident.status) == (
+        "vllm.kv_cache_no_memory",
+        CHANNEL,
+        "open",
+    )
 
 
 def test_a_reply_in_a_thread_is_answered_in_that_thread(env: Env) -> None:
@@ -45,7 +61,9 @@ def test_a_reply_in_a_thread_is_answered_in_that_thread(env: Env) -> None:
 
 def test_chatter_and_unsure_matches_stay_silent(env: Env) -> None:
     env.event(req.message("lgtm, merging after lunch"))
-    env.event(req.message("EngineDeadError: EngineCore encountered an issue."))  # a wrapper: not sure of the cause
+    env.event(
+        req.message("EngineDeadError: EngineCore encountered an issue.")
+    )  # a wrapper: not sure of the cause
     env.settle()
     assert env.posts() == []
     assert env.history.history() == []  # nothing recorded for a reply the bot did not give
@@ -59,8 +77,13 @@ def test_mentions_and_templates_in_a_paste_are_echoed_inert(env: Env) -> None:
     raw = json.dumps(post)
     for live in ("<!channel>", "<!here>", "<@U0BOB>", "<!"):
         assert live not in raw
-    [matched] = [e["text"] for b in post["blocks"] if b["type"] == "context" for e in b["elements"]
-                 if e["text"].startswith("Matched: ")]
+    [matched] = [
+        e["text"]
+        for b in post["blocks"]
+        if b["type"] == "context"
+        for e in b["elements"]
+        if e["text"].startswith("Matched: ")
+    ]
     # live entities become the plain words the reader saw; typed brackets stay escaped
     assert matched.startswith("Matched: `@channel @here @U0BOB {{7*7}} &lt;!channel&gt; ValueError")
     # the template is never evaluated: no text the reader sees carries its value (ids and
@@ -91,8 +114,12 @@ def test_own_and_other_bots_messages_edits_and_deletions_are_ignored(env: Env) -
     env.event(req.message(KV_ERROR, user=bot_user, bot_id=bot_id))
     env.event(req.message(KV_ERROR, user="U0OTHERBOT", bot_id="B0OTHER"))
     env.event(req.message(KV_ERROR, subtype="bot_message", bot_id="B0CLASSIC", user=None))
-    edited = req.message("", subtype="message_changed", hidden=True,
-                         message={"type": "message", "user": "U0ALICE", "text": KV_ERROR, "ts": "1.1"})
+    edited = req.message(
+        "",
+        subtype="message_changed",
+        hidden=True,
+        message={"type": "message", "user": "U0ALICE", "text": KV_ERROR, "ts": "1.1"},
+    )
     env.event(edited)
     env.event(req.message("", subtype="message_deleted", hidden=True, deleted_ts="1.1"))
     env.settle()
@@ -131,8 +158,10 @@ def test_concurrent_deliveries_to_two_replicas_post_once(env: Env, slack, triage
     try:
         envelope = req.event_callback(req.message(KV_ERROR), bot_user_id=slack.bot_user_id)
         results: list[int] = []
-        threads = [threading.Thread(target=lambda s=s, n=n: results.append(s.event(envelope, retry_num=n).status))
-                   for n, s in enumerate([env.send, second.send, env.send, second.send])]
+        threads = [
+            threading.Thread(target=lambda s=s, n=n: results.append(s.event(envelope, retry_num=n).status))
+            for n, s in enumerate([env.send, second.send, env.send, second.send])
+        ]
         for t in threads:
             t.start()
         for t in threads:

@@ -20,7 +20,9 @@ from triage_bot.testing.waiting import wait_until
 
 
 def _event(env: Env, ts: str, event_id: str, retry_num: int | None = None) -> None:
-    envelope = req.event_callback(req.message(KV_ERROR, ts=ts), event_id=event_id, bot_user_id=env.slack.bot_user_id)
+    envelope = req.event_callback(
+        req.message(KV_ERROR, ts=ts), event_id=event_id, bot_user_id=env.slack.bot_user_id
+    )
     assert env.send.event(envelope, retry_num=retry_num).status == 200
 
 
@@ -42,8 +44,16 @@ def test_counters_move_by_the_events_the_bot_saw(env: Env) -> None:
     assert moved(before, after, "triage_events_handled_total", surface="message", outcome="duplicate") == 1
     assert moved(before, after, "triage_answers_total", tier="specific", confidence="high") == 3
     assert moved(before, after, "triage_match_seconds_count") == 3
-    assert moved(before, after, "triage_chat_api_errors_total", method="chat.postMessage",
-                 error="channel_not_found") == 1
+    assert (
+        moved(
+            before,
+            after,
+            "triage_chat_api_errors_total",
+            method="chat.postMessage",
+            error="channel_not_found",
+        )
+        == 1
+    )
     assert value(after, "triage_outbox_depth", where="memory") == 0
     assert value(after, "triage_outbox_depth", where="database") == 0
     assert value(after, "process_resident_memory_bytes") > 0
@@ -68,15 +78,25 @@ PROMETHEUS = shutil.which("prometheus")
 @pytest.mark.skipif(PROMETHEUS is None, reason="prometheus is not installed (.ci/run installs it)")
 def test_a_real_prometheus_scrapes_the_bot(env: Env, tmp_path: Path) -> None:
     target = env.server.url.removeprefix("http://")
-    config = {"global": {"scrape_interval": "1s", "scrape_timeout": "1s"},
-              "scrape_configs": [{"job_name": "triage-bot", "static_configs": [{"targets": [target]}]}]}
+    config = {
+        "global": {"scrape_interval": "1s", "scrape_timeout": "1s"},
+        "scrape_configs": [{"job_name": "triage-bot", "static_configs": [{"targets": [target]}]}],
+    }
     (tmp_path / "prometheus.yml").write_text(yaml.safe_dump(config), encoding="utf-8")
     port = free_port()
     assert PROMETHEUS is not None
     process = subprocess.Popen(
-        [PROMETHEUS, f"--config.file={tmp_path / 'prometheus.yml'}", f"--storage.tsdb.path={tmp_path / 'tsdb'}",
-         f"--web.listen-address=127.0.0.1:{port}", "--log.level=warn"],
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        [
+            PROMETHEUS,
+            f"--config.file={tmp_path / 'prometheus.yml'}",
+            f"--storage.tsdb.path={tmp_path / 'tsdb'}",
+            f"--web.listen-address=127.0.0.1:{port}",
+            "--log.level=warn",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
     api = f"http://127.0.0.1:{port}/api/v1"
 
     def query(expr: str) -> list[dict]:

@@ -22,7 +22,7 @@ OOM = "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. G
 
 def _leaks(text: str) -> list[str]:
     """The secrets (or their second halves) that appear in `text`."""
-    return [secret for _, secret in SECRET_FORMS if secret in text or secret[len(secret) // 2:] in text]
+    return [secret for _, secret in SECRET_FORMS if secret in text or secret[len(secret) // 2 :] in text]
 
 
 @pytest.mark.parametrize(("line", "secret"), SECRET_FORMS, ids=[s[:12] for _, s in SECRET_FORMS])
@@ -30,7 +30,7 @@ def test_the_answer_masks_a_secret_on_the_matched_line(line: str, secret: str) -
     answer = default_triager().triage(f"{line.splitlines()[0]} {OOM}\n{line}")
     assert answer.match is not None
     shown = json.dumps(answer.to_dict())
-    assert secret not in shown and secret[len(secret) // 2:] not in shown
+    assert secret not in shown and secret[len(secret) // 2 :] not in shown
 
 
 def test_replies_never_quote_a_secret(env: Env) -> None:

@@ -41,8 +41,10 @@ def pg_url() -> Iterator[str]:
 def test_two_replicas_answer_each_event_once(slack, triager, pg_url: str) -> None:
     replicas = [start_env(slack, triager, HistoryStore.from_url(pg_url)) for _ in range(2)]
     try:
-        envelopes = [req.event_callback(req.message(KV_ERROR, ts=f"1700000000.{n:06d}"),
-                                        bot_user_id=slack.bot_user_id) for n in range(20)]
+        envelopes = [
+            req.event_callback(req.message(KV_ERROR, ts=f"1700000000.{n:06d}"), bot_user_id=slack.bot_user_id)
+            for n in range(20)
+        ]
         barrier = threading.Barrier(4)
 
         def deliver(replica_index: int, retry: int) -> None:
@@ -65,7 +67,9 @@ def test_two_replicas_answer_each_event_once(slack, triager, pg_url: str) -> Non
 
 
 def test_two_sweepers_send_an_outbox_row_once(slack, triager, pg_url: str) -> None:
-    replicas = [start_env(slack, triager, HistoryStore.from_url(pg_url), rate_limit_retries=0) for _ in range(2)]
+    replicas = [
+        start_env(slack, triager, HistoryStore.from_url(pg_url), rate_limit_retries=0) for _ in range(2)
+    ]
     try:
         slack.rate_limit("chat.postMessage", times=1, retry_after=1)
         replicas[0].event(req.message(KV_ERROR))
@@ -73,8 +77,10 @@ def test_two_sweepers_send_an_outbox_row_once(slack, triager, pg_url: str) -> No
         assert [row["state"] for row in replicas[0].bot.deps.store.rows()] == ["pending"]
         later = datetime.now(UTC) + timedelta(minutes=1)
         landed: list[int] = []
-        threads = [threading.Thread(target=lambda r=r: landed.append(r.bot.delivery.sweep(now=later)))
-                   for r in replicas]
+        threads = [
+            threading.Thread(target=lambda r=r: landed.append(r.bot.delivery.sweep(now=later)))
+            for r in replicas
+        ]
         for thread in threads:
             thread.start()
         for thread in threads:

@@ -14,8 +14,10 @@ from triage_bot.testing import slack_requests as req
 from triage_bot.testing.slack_standin import SIGNING_SECRET, SlackStandin
 from triage_bot.testing.waiting import wait_until
 
-OOM = ("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of "
-       "79.15 GiB of which 1.06 GiB is free.")
+OOM = (
+    "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of "
+    "79.15 GiB of which 1.06 GiB is free."
+)
 
 
 def _replica(slack: SlackStandin, tmp_path: Path, **kwargs: Any) -> Replica:
@@ -36,7 +38,9 @@ def test_serve_http_end_to_end(slack: SlackStandin, tmp_path: Path) -> None:
     assert "finishing the work in flight" in output
 
 
-def test_socket_mode_serves_the_probes_and_answers_over_the_websocket(slack: SlackStandin, tmp_path: Path) -> None:
+def test_socket_mode_serves_the_probes_and_answers_over_the_websocket(
+    slack: SlackStandin, tmp_path: Path
+) -> None:
     """Socket Mode (the default) has no Slack endpoint, but an orchestrator still needs liveness and
     readiness: `serve` opens a small HTTP port with /healthz and /readyz only."""
     slack.start_socket_mode()
@@ -72,5 +76,7 @@ def test_the_log_holds_no_secret(slack: SlackStandin, tmp_path: Path) -> None:
     finally:
         output = replica.stop()
     assert "signature" in output.lower() or "401" in output or "Invalid" in output, output[-2000:]
-    leaked = [secret for _, secret in SECRET_FORMS if secret in output or secret[len(secret) // 2:] in output]
+    leaked = [
+        secret for _, secret in SECRET_FORMS if secret in output or secret[len(secret) // 2 :] in output
+    ]
     assert leaked == [], output[-3000:]

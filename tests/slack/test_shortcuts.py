@@ -9,8 +9,9 @@ from triage_bot.testing import slack_requests as req
 
 
 def test_the_shortcut_answers_in_the_messages_thread(env: Env) -> None:
-    sent = env.send.interactive(req.message_shortcut(KV_ERROR, response_url=env.slack.response_url(),
-                                                     message_ts="1700000000.000800"))
+    sent = env.send.interactive(
+        req.message_shortcut(KV_ERROR, response_url=env.slack.response_url(), message_ts="1700000000.000800")
+    )
     assert sent.status == 200 and sent.body == ""
     env.settle()
     [post] = env.posts()
@@ -21,8 +22,14 @@ def test_the_shortcut_answers_in_the_messages_thread(env: Env) -> None:
 
 
 def test_the_shortcut_on_a_reply_answers_in_the_parent_thread_and_on_chatter_says_so(env: Env) -> None:
-    env.send.interactive(req.message_shortcut("just chatting", response_url=env.slack.response_url(),
-                                              message_ts="1700000000.000802", thread_ts="1700000000.000801"))
+    env.send.interactive(
+        req.message_shortcut(
+            "just chatting",
+            response_url=env.slack.response_url(),
+            message_ts="1700000000.000802",
+            thread_ts="1700000000.000801",
+        )
+    )
     env.settle()
     [post] = env.posts()
     assert post["thread_ts"] == "1700000000.000801"

@@ -33,11 +33,23 @@ def test_triage_text_is_answered_ephemerally_with_a_post_button(env: Env) -> Non
         env.slack.release("response_url")
     response = _only_response(env)
     share = json.loads(response["blocks"][-1]["elements"][-1]["value"])["k"]
-    expected = with_share_button(answer_message(env.bot.deps.job.triager.triage(KV_ERROR), incident_id=1), share)
-    assert response == {"response_type": "ephemeral", "replace_original": False, "text": expected.text,
-                        "blocks": expected.blocks}
+    expected = with_share_button(
+        answer_message(env.bot.deps.job.triager.triage(KV_ERROR), incident_id=1), share
+    )
+    assert response == {
+        "response_type": "ephemeral",
+        "replace_original": False,
+        "text": expected.text,
+        "blocks": expected.blocks,
+    }
     assert [e["action_id"] for e in response["blocks"][-1]["elements"]] == [
-        "triage_acknowledge", "triage_resolve", "triage_wrong_match", "triage_helpful", "triage_details", ACTION_POST]
+        "triage_acknowledge",
+        "triage_resolve",
+        "triage_wrong_match",
+        "triage_helpful",
+        "triage_details",
+        ACTION_POST,
+    ]
     assert env.posts() == []  # nothing in the channel until the user asks
 
 
@@ -49,11 +61,18 @@ def test_post_to_channel_posts_what_the_user_saw_and_removes_the_ephemeral(env: 
     env.settle()
     [post] = env.posts()
     assert post["channel"] == CHANNEL and "thread_ts" not in post
-    assert post["blocks"][0] == {"type": "context", "elements": [
-        {"type": "mrkdwn", "text": f"Shared by <@{ALICE}> from `/triage`"}]}
+    assert post["blocks"][0] == {
+        "type": "context",
+        "elements": [{"type": "mrkdwn", "text": f"Shared by <@{ALICE}> from `/triage`"}],
+    }
     assert post["blocks"][1:-1] == response["blocks"][:-1]
     assert [e["action_id"] for e in post["blocks"][-1]["elements"]] == [
-        "triage_acknowledge", "triage_resolve", "triage_wrong_match", "triage_helpful", "triage_details"]
+        "triage_acknowledge",
+        "triage_resolve",
+        "triage_wrong_match",
+        "triage_helpful",
+        "triage_details",
+    ]
     assert env.responses()[-1] == {"delete_original": True}
 
 
@@ -73,8 +92,16 @@ def test_help_and_unknown_subcommands_get_help(env: Env, text: str) -> None:
     response = _only_response(env)
     assert response["text"].startswith("triage-bot")
     body = _text(response)
-    for sub in ("history [engine] [days]", "status", "digest", "faq &lt;question&gt;", "engines",
-                "search &lt;words&gt;", "resolve &lt;incident&gt;", "mute &lt;signature|engine&gt; &lt;duration&gt;"):
+    for sub in (
+        "history [engine] [days]",
+        "status",
+        "digest",
+        "faq &lt;question&gt;",
+        "engines",
+        "search &lt;words&gt;",
+        "resolve &lt;incident&gt;",
+        "mute &lt;signature|engine&gt; &lt;duration&gt;",
+    ):
         assert f"`/triage {sub}`" in body
     assert ("I don't know the subcommand `histroy`." in body) == (text == "histroy")
 
@@ -104,7 +131,9 @@ def test_status_and_digest_say_plainly_when_there_is_nothing(env: Env) -> None:
 
 
 def test_status_and_digest_show_what_the_hooks_give(slack, triager, history) -> None:
-    engines = [SimpleNamespace(name="llama-prod", kind="vllm", state="down", checked_at=None, detail="HTTP 503")]
+    engines = [
+        SimpleNamespace(name="llama-prod", kind="vllm", state="down", checked_at=None, detail="HTTP 503")
+    ]
     digest = SimpleNamespace(text="*12 incidents* this week <!channel>", created_at=None)
     env = start_env(slack, triager, history, integrations=Integrations(lambda: engines, lambda: digest))
     try:
@@ -156,8 +185,11 @@ def test_an_admin_resolves_an_incident(env: Env) -> None:
     assert _only_response(env)["text"].startswith("Incident #1 resolved.")
     incident = env.history.get_incident(1)
     assert (incident.status, incident.resolved_by) == ("resolved", ADMIN)
-    for text, expected in (("resolve 1", "Incident #1 was already resolved."), ("resolve 99", "There is no incident #99."),
-                           ("resolve soon", "Which incident?")):
+    for text, expected in (
+        ("resolve 1", "Incident #1 was already resolved."),
+        ("resolve 99", "There is no incident #99."),
+        ("resolve soon", "Which incident?"),
+    ):
         env.slack.clear()
         env.command(text, user=ADMIN)
         assert _only_response(env)["text"].startswith(expected)
@@ -171,8 +203,11 @@ def test_an_admin_mutes_a_signature_or_an_engine(env: Env) -> None:
     assert _only_response(env)["text"].startswith("Muted engine `sglang` for 2 days.")
     mutes = {(m.signature_id, m.engine) for m in env.history.active_mutes()}
     assert mutes == {("vllm.kv_cache_no_memory", None), (None, "sglang")}
-    for text, expected in (("mute vllm.nope 1h", "No signature `vllm.nope`"), ("mute vllm forever", "That duration"),
-                           ("mute vllm", "What to mute")):
+    for text, expected in (
+        ("mute vllm.nope 1h", "No signature `vllm.nope`"),
+        ("mute vllm forever", "That duration"),
+        ("mute vllm", "What to mute"),
+    ):
         env.slack.clear()
         env.command(text, user=ADMIN)
         assert _only_response(env)["text"].startswith(expected)
@@ -221,9 +256,11 @@ def test_mutes_are_listed_and_an_admin_ends_one(env: Env) -> None:
     env.command(f"unmute #{mute.id}", user=ADMIN)
     assert f"Mute #{mute.id} ended" in _text(_only_response(env))
     assert env.history.active_mutes() == []
-    for text, expected in ((f"unmute {mute.id}", "is not in force"), ("unmute 999", "is not in force"),
-                           ("unmute sglang", "Which mute?")):
+    for text, expected in (
+        (f"unmute {mute.id}", "is not in force"),
+        ("unmute 999", "is not in force"),
+        ("unmute sglang", "Which mute?"),
+    ):
         env.slack.clear()
         env.command(text, user=ADMIN)
         assert expected in _text(_only_response(env)), text
-

@@ -20,7 +20,9 @@ def socket_bot(slack, triager, history) -> Iterator[SlackBot]:
     slack.start_socket_mode()
     # no signing secret: in Socket Mode no HTTP request reaches the app
     config = SlackConfig(bot_token=BOT_TOKEN, app_token=APP_TOKEN, api_url=slack.api_url)
-    bot = build(config, triager=triager, history=history, integrations=Integrations(discover=False), http=False)
+    bot = build(
+        config, triager=triager, history=history, integrations=Integrations(discover=False), http=False
+    )
     handler = socket_mode_handler(bot, ping_interval=0.3)
     handler.connect()
     slack.wait_connected()

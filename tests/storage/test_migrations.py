@@ -25,8 +25,11 @@ from triage_bot.slack.inbox import inbox_metadata
 from triage_bot.slack.store import metadata as slack_metadata
 
 ROOT = Path(__file__).resolve().parents[2]
-TABLES = {table.name for meta in (Base.metadata, slack_metadata, claims_metadata, inbox_metadata)
-          for table in meta.sorted_tables}
+TABLES = {
+    table.name
+    for meta in (Base.metadata, slack_metadata, claims_metadata, inbox_metadata)
+    for table in meta.sorted_tables
+}
 
 
 @pytest.fixture(params=["sqlite", "postgresql"])
@@ -139,8 +142,17 @@ def test_replicas_that_migrate_at_the_same_time_both_succeed(new_pg_schema, tmp_
     url = new_pg_schema()
     env = {k: v for k, v in os.environ.items() if not k.startswith(("TRIAGE_", "DATABASE_URL"))}
     env |= {"DATABASE_URL": url, "TRIAGE_DATA_DIR": str(tmp_path)}
-    runs = [subprocess.Popen([sys.executable, "-m", "triage_bot", "db", "upgrade"], env=env, cwd=tmp_path,
-                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True) for _ in range(3)]
+    runs = [
+        subprocess.Popen(
+            [sys.executable, "-m", "triage_bot", "db", "upgrade"],
+            env=env,
+            cwd=tmp_path,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
+        for _ in range(3)
+    ]
     outputs = [run.communicate(timeout=120)[0] for run in runs]
     assert [run.returncode for run in runs] == [0, 0, 0], outputs
     assert tables(url) >= TABLES
@@ -167,5 +179,7 @@ def test_a_current_database_is_not_migrated_again(empty_url: str) -> None:
         "import sys; from triage_bot.history.migrate import ensure_upgraded; "
         f"ensure_upgraded({empty_url!r}); print('alembic' in sys.modules)"
     )
-    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True, timeout=120)
+    out = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, check=True, timeout=120
+    )
     assert out.stdout.strip() == "False"

@@ -33,11 +33,17 @@ def test_a_database_that_hangs_mid_session_costs_one_deadline(proxied, tmp_path:
     assert not store.record(Observation("generic.cuda_oom", "vllm", "llama-prod", seen_at=now)).spooled
     proxy.hang()  # the pooled connection stays open; nothing comes back any more
     started = time.monotonic()
-    first = store.record(Observation("generic.cuda_oom", "vllm", "llama-prod", excerpt="during 0", seen_at=now))
+    first = store.record(
+        Observation("generic.cuda_oom", "vllm", "llama-prod", excerpt="during 0", seen_at=now)
+    )
     waited = time.monotonic() - started
     connections = proxy.accepted
-    rest = [store.record(Observation("generic.cuda_oom", "vllm", "llama-prod", excerpt=f"during {i}", seen_at=now))
-            for i in range(1, 20)]
+    rest = [
+        store.record(
+            Observation("generic.cuda_oom", "vllm", "llama-prod", excerpt=f"during {i}", seen_at=now)
+        )
+        for i in range(1, 20)
+    ]
     assert first.spooled and all(r.spooled for r in rest)  # nothing lost: all wait in the spool
     assert waited < 20  # bounded by the 1 s statement deadline (and a connect timeout), not for ever
     assert proxy.accepted - connections <= 1  # the other 19 failed fast: no new wait on the hung server

@@ -26,7 +26,11 @@ def test_data_dir_moves_every_local_file_and_explicit_paths_win(tmp_path: Path) 
     assert moved.database_url == f"sqlite:///{tmp_path / 'state' / 'triage-bot.sqlite3'}"
     assert moved.spool_path == tmp_path / "state" / "triage-bot.spool.jsonl"
     explicit = Settings.from_env(
-        {"TRIAGE_DATA_DIR": str(tmp_path), "DATABASE_URL": "sqlite:////srv/h.db", "TRIAGE_SPOOL_PATH": "/srv/s"},
+        {
+            "TRIAGE_DATA_DIR": str(tmp_path),
+            "DATABASE_URL": "sqlite:////srv/h.db",
+            "TRIAGE_SPOOL_PATH": "/srv/s",
+        },
         env_file=None,
     )
     assert (explicit.database_url, explicit.spool_path) == ("sqlite:////srv/h.db", Path("/srv/s"))

@@ -11,8 +11,11 @@ Samples = dict[tuple[str, tuple[tuple[str, str], ...]], float]
 
 
 def parse(text: str) -> Samples:
-    return {(s.name, tuple(sorted(s.labels.items()))): s.value
-            for family in text_string_to_metric_families(text) for s in family.samples}
+    return {
+        (s.name, tuple(sorted(s.labels.items()))): s.value
+        for family in text_string_to_metric_families(text)
+        for s in family.samples
+    }
 
 
 def scrape(url: str | None = None) -> Samples:

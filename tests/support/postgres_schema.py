@@ -17,7 +17,9 @@ def pg_schema() -> Iterator[str]:
     try:
         psycopg.connect(PG_DSN, connect_timeout=2).close()
     except Exception as exc:
-        pytest.skip(f"PostgreSQL unreachable at {PG_DSN} ({str(exc).splitlines()[0]}); start it or set TRIAGE_TEST_PG_DSN")
+        pytest.skip(
+            f"PostgreSQL unreachable at {PG_DSN} ({str(exc).splitlines()[0]}); start it or set TRIAGE_TEST_PG_DSN"
+        )
     schema = f"triage_{os.getpid()}_{secrets.token_hex(3)}"
     with psycopg.connect(PG_DSN, autocommit=True) as conn:
         conn.execute(f'CREATE SCHEMA "{schema}"')

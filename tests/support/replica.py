@@ -25,18 +25,33 @@ class Replica:
     """One bot process against the Slack stand-in: HTTP mode, or Socket Mode with its probe port
     (`socket_mode=True`; call `slack.start_socket_mode()` first)."""
 
-    def __init__(self, slack: SlackStandin, workdir: Path, *, database_url: str, replica_id: str = "a",
-                 extra_env: dict[str, str] | None = None, args: tuple[str, ...] = ("--no-scheduler",),
-                 program: tuple[str, ...] = (sys.executable, "-m", "triage_bot"), socket_mode: bool = False):
+    def __init__(
+        self,
+        slack: SlackStandin,
+        workdir: Path,
+        *,
+        database_url: str,
+        replica_id: str = "a",
+        extra_env: dict[str, str] | None = None,
+        args: tuple[str, ...] = ("--no-scheduler",),
+        program: tuple[str, ...] = (sys.executable, "-m", "triage_bot"),
+        socket_mode: bool = False,
+    ):
         self.slack, self.workdir = slack, workdir
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         env = {k: v for k, v in os.environ.items() if not k.startswith(("SLACK_", "TRIAGE_", "DATABASE_URL"))}
-        env |= {"SLACK_BOT_TOKEN": BOT_TOKEN, "SLACK_SIGNING_SECRET": SIGNING_SECRET, "SLACK_API_URL": slack.api_url,
-                "DATABASE_URL": database_url, "TRIAGE_REPLICA_ID": replica_id,
-                "TRIAGE_SPOOL_PATH": str(workdir / f"spool-{replica_id}.jsonl"),
-                "TRIAGE_INBOX_PATH": str(workdir / f"inbox-{replica_id}.sqlite3"),
-                "TRIAGE_INBOX_SWEEP_S": "0.2", "TRIAGE_SLACK_CHANNEL_PACE_S": "0"}
+        env |= {
+            "SLACK_BOT_TOKEN": BOT_TOKEN,
+            "SLACK_SIGNING_SECRET": SIGNING_SECRET,
+            "SLACK_API_URL": slack.api_url,
+            "DATABASE_URL": database_url,
+            "TRIAGE_REPLICA_ID": replica_id,
+            "TRIAGE_SPOOL_PATH": str(workdir / f"spool-{replica_id}.jsonl"),
+            "TRIAGE_INBOX_PATH": str(workdir / f"inbox-{replica_id}.sqlite3"),
+            "TRIAGE_INBOX_SWEEP_S": "0.2",
+            "TRIAGE_SLACK_CHANNEL_PACE_S": "0",
+        }
         if socket_mode:
             env["SLACK_APP_TOKEN"] = APP_TOKEN
         self.mode_args: tuple[str, ...] = () if socket_mode else ("--http",)
@@ -50,8 +65,22 @@ class Replica:
 
     def start(self, timeout: float = 90) -> Replica:
         self.process = subprocess.Popen(
-            [*self.program, "serve", *self.mode_args, "--host", "127.0.0.1", "--port", str(self.port), *self.args],
-            cwd=self.workdir, env=self.env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+            [
+                *self.program,
+                "serve",
+                *self.mode_args,
+                "--host",
+                "127.0.0.1",
+                "--port",
+                str(self.port),
+                *self.args,
+            ],
+            cwd=self.workdir,
+            env=self.env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
         deadline = time.monotonic() + timeout
         while True:
             try:

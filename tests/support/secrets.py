@@ -9,7 +9,10 @@ from __future__ import annotations
 
 SECRET_FORMS: list[tuple[str, str]] = [
     ("HF_TOKEN=hf_AbCdEfGhIjKlMnOpQrStUvWxYz0123456789", "hf_AbCdEfGhIjKlMnOpQrStUvWxYz0123456789"),
-    ("huggingface-cli login --token hf_ZyXwVuTsRqPoNmLkJiHgFeDcBa9876543210", "hf_ZyXwVuTsRqPoNmLkJiHgFeDcBa9876543210"),
+    (
+        "huggingface-cli login --token hf_ZyXwVuTsRqPoNmLkJiHgFeDcBa9876543210",
+        "hf_ZyXwVuTsRqPoNmLkJiHgFeDcBa9876543210",
+    ),
     ("OPENAI_API_KEY=sk-proj-4f9aB7cD2eF1gH8iJ3kL6mN0pQ5rS", "sk-proj-4f9aB7cD2eF1gH8iJ3kL6mN0pQ5rS"),
     ("ANTHROPIC_API_KEY=sk-ant-api03-Zx81Lm27Qp56Ty90Wv34Rs12", "sk-ant-api03-Zx81Lm27Qp56Ty90Wv34Rs12"),
     ("AZURE_OPENAI_KEY=3f8a9c0d1e2b4f5a6c7d8e9f0a1b2c3d", "3f8a9c0d1e2b4f5a6c7d8e9f0a1b2c3d"),
@@ -27,22 +30,41 @@ SECRET_FORMS: list[tuple[str, str]] = [
     ("Cookie: session=9f8e7d6c5b4a39281706f5e4d3c2b1a0", "9f8e7d6c5b4a39281706f5e4d3c2b1a0"),
     ("Set-Cookie: auth_token=Zq12Wx34Ec56Rv78Tb90; Path=/", "Zq12Wx34Ec56Rv78Tb90"),
     ("x-api-key: XaK-11223344556677889900", "XaK-11223344556677889900"),
-    ("SLACK_BOT_TOKEN=xoxb-1234567890-0987654321-AbCdEfGhIjKlMnOpQrStUvWx", "xoxb-1234567890-0987654321-AbCdEfGhIjKlMnOpQrStUvWx"),
-    ("SLACK_APP_TOKEN=xapp-1-A0123456789-1234567890123-abcdef0123456789", "xapp-1-A0123456789-1234567890123-abcdef0123456789"),
+    (
+        "SLACK_BOT_TOKEN=xoxb-1234567890-0987654321-AbCdEfGhIjKlMnOpQrStUvWx",
+        "xoxb-1234567890-0987654321-AbCdEfGhIjKlMnOpQrStUvWx",
+    ),
+    (
+        "SLACK_APP_TOKEN=xapp-1-A0123456789-1234567890123-abcdef0123456789",
+        "xapp-1-A0123456789-1234567890123-abcdef0123456789",
+    ),
     ("webhook https://hooks.slack.com/services/T0000/B1111/XXXXyyyyZZZZ1234", "XXXXyyyyZZZZ1234"),
     ("SLACK_SIGNING_SECRET=8f742231b10e8888abcd99yyyzzz85a5", "8f742231b10e8888abcd99yyyzzz85a5"),
     ("AWS_ACCESS_KEY_ID=AKIAIOSFODNN7EXAMPLE", "AKIAIOSFODNN7EXAMPLE"),
-    ("AWS_SECRET_ACCESS_KEY=wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY", "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"),
+    (
+        "AWS_SECRET_ACCESS_KEY=wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
+        "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
+    ),
     ("GITHUB_TOKEN=ghp_aBcDeFgHiJkLmNoPqRsTuVwXyZ0123456789", "ghp_aBcDeFgHiJkLmNoPqRsTuVwXyZ0123456789"),
-    ("NGC_API_KEY=nvapi-AbCdEfGhIjKlMnOpQrStUvWxYz_0123456789", "nvapi-AbCdEfGhIjKlMnOpQrStUvWxYz_0123456789"),
+    (
+        "NGC_API_KEY=nvapi-AbCdEfGhIjKlMnOpQrStUvWxYz_0123456789",
+        "nvapi-AbCdEfGhIjKlMnOpQrStUvWxYz_0123456789",
+    ),
     ("GOOGLE_API_KEY=AIzaSyA1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q", "AIzaSyA1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q"),
-    ("id_token: eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U",
-     "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U"),
+    (
+        "id_token: eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U",
+        "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U",
+    ),
     ('{"password": "Js0n-Pa55word-Value"}', "Js0n-Pa55word-Value"),
     ("client_secret: cs-9Qw8Er7Ty6Ui5Op4As3Df2", "cs-9Qw8Er7Ty6Ui5Op4As3Df2"),
     ("WANDB_API_KEY=0123456789abcdef0123456789abcdef01234567", "0123456789abcdef0123456789abcdef01234567"),
-    ("export HUGGING_FACE_HUB_TOKEN=hf_QqWwEeRrTtYyUuIiOoPpAaSsDdFfGgHh11", "hf_QqWwEeRrTtYyUuIiOoPpAaSsDdFfGgHh11"),
-    ("-----BEGIN RSA PRIVATE KEY-----\nMIIEowIBAAKCAQEAu1SU1LfVLPHCozMxH2Mo4lgOEePzNm0tRgeLezV6ffAt0gun\n-----END RSA PRIVATE KEY-----",
-     "MIIEowIBAAKCAQEAu1SU1LfVLPHCozMxH2Mo4lgOEePzNm0tRgeLezV6ffAt0gun"),
+    (
+        "export HUGGING_FACE_HUB_TOKEN=hf_QqWwEeRrTtYyUuIiOoPpAaSsDdFfGgHh11",
+        "hf_QqWwEeRrTtYyUuIiOoPpAaSsDdFfGgHh11",
+    ),
+    (
+        "-----BEGIN RSA PRIVATE KEY-----\nMIIEowIBAAKCAQEAu1SU1LfVLPHCozMxH2Mo4lgOEePzNm0tRgeLezV6ffAt0gun\n-----END RSA PRIVATE KEY-----",
+        "MIIEowIBAAKCAQEAu1SU1LfVLPHCozMxH2Mo4lgOEePzNm0tRgeLezV6ffAt0gun",
+    ),
     ("gsk_AbCdEfGhIjKlMnOpQrStUvWxYz0123 is my groq key", "gsk_AbCdEfGhIjKlMnOpQrStUvWxYz0123"),
 ]

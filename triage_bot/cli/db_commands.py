@@ -34,7 +34,8 @@ def _run(action: Callable[[], object], url: str) -> None:
 
 
 url_option = click.option(
-    "--url", help="Database URL (default: DATABASE_URL, else a SQLite file in the data directory; see `triage-bot info`)."
+    "--url",
+    help="Database URL (default: DATABASE_URL, else a SQLite file in the data directory; see `triage-bot info`).",
 )
 
 

@@ -14,11 +14,23 @@ import click
 @click.option("--days", type=click.IntRange(1, 92), default=7, show_default=True, help="Whole days to cover.")
 @click.option("--dry-run", is_flag=True, help="Build it without posting it.")
 @click.option("--json", "as_json", is_flag=True, help="Print the numbers and the Block Kit as JSON.")
-@click.option("--png", "png_path", type=click.Path(dir_okay=False, path_type=Path), default=None,
-              help="Write the chart to this PNG file.")
+@click.option(
+    "--png",
+    "png_path",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="Write the chart to this PNG file.",
+)
 @click.option("--tz", "tz", default=None, help="Timezone of the days (default: $TRIAGE_TIMEZONE or UTC).")
-@click.option("--end", "end", default=None, help="The digest covers the whole local days before this ISO time's midnight (default: now, i.e. up to the end of yesterday, as the Monday digest does).")
-def digest(days: int, dry_run: bool, as_json: bool, png_path: Path | None, tz: str | None, end: str | None) -> None:
+@click.option(
+    "--end",
+    "end",
+    default=None,
+    help="The digest covers the whole local days before this ISO time's midnight (default: now, i.e. up to the end of yesterday, as the Monday digest does).",
+)
+def digest(
+    days: int, dry_run: bool, as_json: bool, png_path: Path | None, tz: str | None, end: str | None
+) -> None:
     """Build the digest for the last DAYS days (posts it to TRIAGE_DIGEST_CHANNEL without --dry-run)."""
     import os
     from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
@@ -53,7 +65,9 @@ def digest(days: int, dry_run: bool, as_json: bool, png_path: Path | None, tz: s
 
         config = SlackConfig.from_env()
         if not (config.bot_token and config.digest_channel):
-            click.echo("error: posting needs SLACK_BOT_TOKEN and TRIAGE_DIGEST_CHANNEL (or use --dry-run)", err=True)
+            click.echo(
+                "error: posting needs SLACK_BOT_TOKEN and TRIAGE_DIGEST_CHANNEL (or use --dry-run)", err=True
+            )
             sys.exit(2)
         result = post_digest(Delivery(config, None, web_client(config)), config.digest_channel, built, store)
         if result["ts"] is None:
@@ -61,7 +75,9 @@ def digest(days: int, dry_run: bool, as_json: bool, png_path: Path | None, tz: s
             sys.exit(1)
         click.echo(f"posted to {result['channel']} (ts {result['ts']})", err=True)
     if as_json:
-        click.echo(json.dumps({"digest": built.to_json(), "blocks": digest_blocks(built)}, indent=2, default=str))
+        click.echo(
+            json.dumps({"digest": built.to_json(), "blocks": digest_blocks(built)}, indent=2, default=str)
+        )
     elif dry_run:
         click.echo(digest_text(built))
         for block in digest_blocks(built):

@@ -19,13 +19,28 @@ if TYPE_CHECKING:
 
 
 @click.command()
-@click.option("--engines", "engines_path", type=click.Path(dir_okay=False), default=None,
-              help="engines.yaml (default: $TRIAGE_ENGINES, then ./engines.yaml).")
+@click.option(
+    "--engines",
+    "engines_path",
+    type=click.Path(dir_okay=False),
+    default=None,
+    help="engines.yaml (default: $TRIAGE_ENGINES, then ./engines.yaml).",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON list, one object per engine.")
-@click.option("--samples", type=click.IntRange(1, 10), default=1, show_default=True,
-              help="Passes to run; rates (stuck, preemptions, failures) need at least 2.")
-@click.option("--interval", type=click.FloatRange(0.1, 60), default=2.0, show_default=True,
-              help="Seconds between passes when --samples > 1.")
+@click.option(
+    "--samples",
+    type=click.IntRange(1, 10),
+    default=1,
+    show_default=True,
+    help="Passes to run; rates (stuck, preemptions, failures) need at least 2.",
+)
+@click.option(
+    "--interval",
+    type=click.FloatRange(0.1, 60),
+    default=2.0,
+    show_default=True,
+    help="Seconds between passes when --samples > 1.",
+)
 def check(engines_path: str | None, as_json: bool, samples: int, interval: float) -> None:
     """Check every engine once and print its state (up, degraded or down).
 

@@ -22,8 +22,12 @@ def kb() -> None:
 @kb.command()
 @click.option("--quiet", is_flag=True, help="Print only problems and a one-line summary.")
 @click.option("--no-cross-check", is_flag=True, help="Skip matching each example against the others.")
-@click.option("--directory", type=click.Path(exists=True, file_okay=False, path_type=Path), default=None,
-              help="Lint this knowledge directory instead of the bundled one.")
+@click.option(
+    "--directory",
+    type=click.Path(exists=True, file_okay=False, path_type=Path),
+    default=None,
+    help="Lint this knowledge directory instead of the bundled one.",
+)
 def lint(quiet: bool, no_cross_check: bool, directory: Path | None) -> None:
     """Validate the knowledge base; exit 1 on any error, a signature's example that another matches included."""
     kb_, problems = collect_problems(directory)
@@ -45,8 +49,13 @@ def lint(quiet: bool, no_cross_check: bool, directory: Path | None) -> None:
 
 
 @kb.command()
-@click.option("--update", "update", type=click.Path(exists=True, dir_okay=False, path_type=Path), default=None,
-              help="Rewrite the rules block (between <!-- rules:start --> and <!-- rules:end -->) of this file.")
+@click.option(
+    "--update",
+    "update",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    default=None,
+    help="Rewrite the rules block (between <!-- rules:start --> and <!-- rules:end -->) of this file.",
+)
 def rules(update: Path | None) -> None:
     """Print the ranking rules, in the order they decide (docs/knowledge-base.md shows this)."""
     from triage_bot.matching.rules import markdown
@@ -118,12 +127,19 @@ def engines(as_json: bool) -> None:
     kb_ = default_triager().kb
     dims = kb_.matrix_dimensions or []
     if as_json:
-        click.echo(json.dumps({
-            "dimensions": [d.model_dump() for d in dims],
-            "engines": {e.id: {"name": e.name, "matrix": e.matrix} for e in kb_.engines.values()},
-        }, indent=2))
+        click.echo(
+            json.dumps(
+                {
+                    "dimensions": [d.model_dump() for d in dims],
+                    "engines": {e.id: {"name": e.name, "matrix": e.matrix} for e in kb_.engines.values()},
+                },
+                indent=2,
+            )
+        )
         return
-    ordered = sorted(kb_.engines.values(), key=lambda e: (ENGINE_ORDER.index(e.id) if e.id in ENGINE_ORDER else 99, e.id))
+    ordered = sorted(
+        kb_.engines.values(), key=lambda e: (ENGINE_ORDER.index(e.id) if e.id in ENGINE_ORDER else 99, e.id)
+    )
     table = Table(title=" vs ".join(e.name for e in ordered), show_lines=True)
     table.add_column("Dimension", style="bold")
     for engine in ordered:

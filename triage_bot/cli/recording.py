@@ -44,4 +44,6 @@ def record_cli_answer(answer: Answer) -> None:
     if result.spooled:
         click.echo("note: the database is unreachable; the record waits in the local spool", err=True)
     elif not result.is_new:
-        click.echo(f"seen before: incident #{result.incident_id}, {result.occurrence_count} occurrences", err=True)
+        click.echo(
+            f"seen before: incident #{result.incident_id}, {result.occurrence_count} occurrences", err=True
+        )

@@ -30,7 +30,9 @@ def _migrate() -> None:
 
         command.upgrade(alembic_config(_url(None)), "head")
     except Exception as exc:
-        click.echo(f"warning: could not migrate the database ({exc}); the history may be unavailable", err=True)
+        click.echo(
+            f"warning: could not migrate the database ({exc}); the history may be unavailable", err=True
+        )
 
 
 def _start_scheduler(bot: Any) -> object | None:
@@ -41,7 +43,9 @@ def _start_scheduler(bot: Any) -> object | None:
         from triage_bot.scheduler import build_scheduler
         from triage_bot.slack.outputs import scheduler_outputs
 
-        scheduler = build_scheduler(outputs=lambda store: scheduler_outputs(delivery=bot.delivery, store=store))
+        scheduler = build_scheduler(
+            outputs=lambda store: scheduler_outputs(delivery=bot.delivery, store=store)
+        )
         scheduler.start()
         return scheduler
     except Exception as exc:
@@ -71,19 +75,48 @@ def _warm_in_background() -> Callable[[], None]:
 
 
 @click.command()
-@click.option("--http", "http_mode", is_flag=True, help="Serve Slack's HTTP endpoints (/slack/events, /healthz).")
-@click.option("--port", default=3000, show_default=True, envvar="PORT",
-              help="Port for --http (in Socket Mode: the probes' port).")
+@click.option(
+    "--http", "http_mode", is_flag=True, help="Serve Slack's HTTP endpoints (/slack/events, /healthz)."
+)
+@click.option(
+    "--port",
+    default=3000,
+    show_default=True,
+    envvar="PORT",
+    help="Port for --http (in Socket Mode: the probes' port).",
+)
 @click.option("--host", default="0.0.0.0", show_default=True, help="Address for --http and the probes.")
-@click.option("--console", "force_console", is_flag=True, help="Open the local console even if Slack is configured.")
-@click.option("--migrate/--no-migrate", default=True, show_default=True,
-              help="Run the database migrations before starting (skip when a deploy job runs them).")
-@click.option("--probes/--no-probes", default=True, show_default=True,
-              help="In Socket Mode, serve /healthz and /readyz on --host/--port too.")
-@click.option("--scheduler/--no-scheduler", "with_scheduler", default=True, show_default=True,
-              help="Run the scheduled jobs (health checks, weekly digest, pruning) in this process.")
-def serve(http_mode: bool, port: int, host: str, force_console: bool, migrate: bool, probes: bool,
-          with_scheduler: bool) -> None:
+@click.option(
+    "--console", "force_console", is_flag=True, help="Open the local console even if Slack is configured."
+)
+@click.option(
+    "--migrate/--no-migrate",
+    default=True,
+    show_default=True,
+    help="Run the database migrations before starting (skip when a deploy job runs them).",
+)
+@click.option(
+    "--probes/--no-probes",
+    default=True,
+    show_default=True,
+    help="In Socket Mode, serve /healthz and /readyz on --host/--port too.",
+)
+@click.option(
+    "--scheduler/--no-scheduler",
+    "with_scheduler",
+    default=True,
+    show_default=True,
+    help="Run the scheduled jobs (health checks, weekly digest, pruning) in this process.",
+)
+def serve(
+    http_mode: bool,
+    port: int,
+    host: str,
+    force_console: bool,
+    migrate: bool,
+    probes: bool,
+    with_scheduler: bool,
+) -> None:
     """Run the bot: Slack (Socket Mode, or HTTP with --http), or a local console without Slack credentials."""
     from triage_bot.slack.config import SlackConfig, SlackConfigError
 
@@ -97,11 +130,14 @@ def serve(http_mode: bool, port: int, host: str, force_console: bool, migrate: b
         run_console()
         return
     if not config.has_slack:
-        raise click.ClickException("--http needs SLACK_BOT_TOKEN and SLACK_SIGNING_SECRET (see docs/slack-setup.md)")
+        raise click.ClickException(
+            "--http needs SLACK_BOT_TOKEN and SLACK_SIGNING_SECRET (see docs/slack-setup.md)"
+        )
     if not http_mode and not config.app_token:
         raise click.ClickException(
             "SLACK_BOT_TOKEN is set but SLACK_APP_TOKEN is not: set SLACK_APP_TOKEN for Socket Mode, "
-            "or run `triage-bot serve --http --port 3000` with SLACK_SIGNING_SECRET (see docs/slack-setup.md)")
+            "or run `triage-bot serve --http --port 3000` with SLACK_SIGNING_SECRET (see docs/slack-setup.md)"
+        )
     from triage_bot import log_redaction
     from triage_bot.settings import SettingsError
 
@@ -139,7 +175,9 @@ def serve(http_mode: bool, port: int, host: str, force_console: bool, migrate: b
                 from triage_bot.slack.http import HttpServer
 
                 probe_server = HttpServer(bot, host=host, port=port, threads=2, events=False).start()
-                logging.getLogger(__name__).info("serving the probes on %s (/healthz, /readyz)", probe_server.url)
+                logging.getLogger(__name__).info(
+                    "serving the probes on %s (/healthz, /readyz)", probe_server.url
+                )
             try:
                 click.echo("connecting to Slack in Socket Mode…", err=True)
                 handler.start()  # type: ignore[no-untyped-call]  # bolt leaves these two unannotated

@@ -21,8 +21,12 @@ def _read(source: IO[bytes]) -> bytes:
 @click.command()
 @click.argument("file", required=False, type=click.File("rb"), default=None)
 @click.option("--json", "as_json", is_flag=True, help="Print the answer as JSON.")
-@click.option("--jsonl", "jsonl", type=click.File("r", encoding="utf-8", errors="replace"),
-              help='Batch: each input line {"case", "text"}; one output line per case.')
+@click.option(
+    "--jsonl",
+    "jsonl",
+    type=click.File("r", encoding="utf-8", errors="replace"),
+    help='Batch: each input line {"case", "text"}; one output line per case.',
+)
 @click.option("--no-record", is_flag=True, help="Do not record the match in the incident history.")
 def triage(file: IO[bytes] | None, as_json: bool, jsonl: IO[str] | None, no_record: bool) -> None:
     """Triage an error from FILE (or '-' / stdin)."""
@@ -72,10 +76,15 @@ def _batch(triager: Triager, stream: IO[str]) -> None:
         engine = result.engine
         if primary is not None and primary.sig.engine not in ("generic", "any"):
             engine = primary.sig.engine
-        click.echo(json.dumps({
-            "case": case,
-            "id": primary.sig.id if primary else None,
-            "engine": engine,
-            "confidence": round(primary.confidence, 3) if primary else 0.0,
-            "passive": result.passive,
-        }, ensure_ascii=False))
+        click.echo(
+            json.dumps(
+                {
+                    "case": case,
+                    "id": primary.sig.id if primary else None,
+                    "engine": engine,
+                    "confidence": round(primary.confidence, 3) if primary else 0.0,
+                    "passive": result.passive,
+                },
+                ensure_ascii=False,
+            )
+        )

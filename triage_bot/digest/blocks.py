@@ -37,8 +37,13 @@ def _finalize(value: Any) -> Any:
 @lru_cache(maxsize=1)
 def environment() -> ImmutableSandboxedEnvironment:
     return ImmutableSandboxedEnvironment(
-        loader=FileSystemLoader(str(TEMPLATES)), autoescape=False, undefined=StrictUndefined,
-        finalize=_finalize, trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=False,
+        loader=FileSystemLoader(str(TEMPLATES)),
+        autoescape=False,
+        undefined=StrictUndefined,
+        finalize=_finalize,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        keep_trailing_newline=False,
     )
 
 
@@ -64,17 +69,34 @@ def change(ratio: float | None) -> str:
 def context(d: Digest) -> dict[str, Any]:
     n, p = d.numbers, d.previous
     return {
-        "n": n, "p": p,
+        "n": n,
+        "p": p,
         "trend_incidents": change(d.trend(n.incidents, p.incidents)),
         "trend_mttr": change(d.trend(n.mttr_seconds, p.mttr_seconds)),
-        "mtta": duration(n.mtta_seconds), "mttr": duration(n.mttr_seconds),
+        "mtta": duration(n.mtta_seconds),
+        "mttr": duration(n.mttr_seconds),
         "by_engine": n.by_engine[:LIST_MAX],
         "top": d.top_signatures,
-        "times": [{"signature_id": t.signature_id, "mtta": duration(t.mtta_s), "mttr": duration(t.mttr_s),
-                   "resolved": t.resolved} for t in d.times[:LIST_MAX]],
-        "uptime": [{"engine": u.engine, "checks": u.checks, "down": u.down,
-                    "percent": "n/a" if u.ratio is None else f"{u.ratio * 100:.2f}%"}
-                   for u in sorted(n.uptime, key=lambda u: (u.ratio if u.ratio is not None else 2.0, u.engine))[:LIST_MAX]],
+        "times": [
+            {
+                "signature_id": t.signature_id,
+                "mtta": duration(t.mtta_s),
+                "mttr": duration(t.mttr_s),
+                "resolved": t.resolved,
+            }
+            for t in d.times[:LIST_MAX]
+        ],
+        "uptime": [
+            {
+                "engine": u.engine,
+                "checks": u.checks,
+                "down": u.down,
+                "percent": "n/a" if u.ratio is None else f"{u.ratio * 100:.2f}%",
+            }
+            for u in sorted(n.uptime, key=lambda u: (u.ratio if u.ratio is not None else 2.0, u.engine))[
+                :LIST_MAX
+            ]
+        ],
     }
 
 
@@ -94,7 +116,10 @@ def digest_blocks(d: Digest, *, chart_note: bool = True) -> list[dict[str, Any]]
     text = environment().get_template("digest.mrkdwn.j2").render(**context(d))
     sections = [s.strip() for s in text.split("@@section@@") if s.strip()]
     blocks: list[dict[str, Any]] = [
-        {"type": "header", "text": {"type": "plain_text", "text": digest_title(d)[:HEADER_MAX], "emoji": True}},
+        {
+            "type": "header",
+            "text": {"type": "plain_text", "text": digest_title(d)[:HEADER_MAX], "emoji": True},
+        },
     ]
     budget = TOTAL_TEXT_MAX - 500
     for section in sections:
@@ -113,5 +138,3 @@ def digest_text(d: Digest) -> str:
     """The notification fallback text."""
     n = d.numbers
     return f"{digest_title(d)}: {n.incidents} incidents, {n.new} new, {n.recurring} recurring, MTTR {duration(n.mttr_seconds)}"
-
-

@@ -52,9 +52,12 @@ class Digest:
 
     def to_json(self) -> dict[str, Any]:
         return {
-            "start": self.start.isoformat(), "end": self.end.isoformat(), "timezone": self.timezone,
+            "start": self.start.isoformat(),
+            "end": self.end.isoformat(),
+            "timezone": self.timezone,
             "days": [d.isoformat() for d in self.days],
-            "numbers": self.numbers.to_json(), "previous": self.previous.to_json(),
+            "numbers": self.numbers.to_json(),
+            "previous": self.previous.to_json(),
             "incidents_per_day": self.per_day,
             "top_signatures": [g.to_json() for g in self.top_signatures],
             "times_by_signature": [t.__dict__ for t in self.times],
@@ -77,14 +80,22 @@ def period(end: datetime | None, days: int, tz: str) -> tuple[datetime, datetime
     return start.astimezone(UTC), last_midnight.astimezone(UTC), day_list
 
 
-def _per_day(session: Any, start: datetime, end: datetime, days: list[date], zone: ZoneInfo) -> dict[str, list[int]]:
+def _per_day(
+    session: Any, start: datetime, end: datetime, days: list[date], zone: ZoneInfo
+) -> dict[str, list[int]]:
     index = {d: i for i, d in enumerate(days)}
     out: dict[str, list[int]] = defaultdict(lambda: [0] * len(days))
     rows = session.execute(
-        select(Incident.engine, Incident.first_seen).where(Incident.first_seen >= start, Incident.first_seen < end)
+        select(Incident.engine, Incident.first_seen).where(
+            Incident.first_seen >= start, Incident.first_seen < end
+        )
     )
     for engine, first_seen in rows:
-        local = first_seen.astimezone(zone).date() if first_seen.tzinfo else first_seen.replace(tzinfo=UTC).astimezone(zone).date()
+        local = (
+            first_seen.astimezone(zone).date()
+            if first_seen.tzinfo
+            else first_seen.replace(tzinfo=UTC).astimezone(zone).date()
+        )
         i = index.get(local)
         if i is not None:
             out[engine][i] += 1
@@ -95,7 +106,9 @@ def _times(session: Any, start: datetime, end: datetime, top: int = 10) -> list[
     acks: dict[str, list[float]] = defaultdict(list)
     fixes: dict[str, list[float]] = defaultdict(list)
     rows = session.execute(
-        select(Incident.signature_id, Incident.first_seen, Incident.acknowledged_at, Incident.resolved_at).where(
+        select(
+            Incident.signature_id, Incident.first_seen, Incident.acknowledged_at, Incident.resolved_at
+        ).where(
             or_(
                 (Incident.acknowledged_at >= start) & (Incident.acknowledged_at < end),
                 (Incident.resolved_at >= start) & (Incident.resolved_at < end),
@@ -109,14 +122,20 @@ def _times(session: Any, start: datetime, end: datetime, top: int = 10) -> list[
             fixes[sig].append(max(0.0, (resolved - first).total_seconds()))
     sigs = sorted(set(acks) | set(fixes), key=lambda s: (-(len(fixes[s]) + len(acks[s])), s))[:top]
     return [
-        SignatureTimes(s, len(acks[s]), len(fixes[s]),
-                       sum(acks[s]) / len(acks[s]) if acks[s] else None,
-                       sum(fixes[s]) / len(fixes[s]) if fixes[s] else None)
+        SignatureTimes(
+            s,
+            len(acks[s]),
+            len(fixes[s]),
+            sum(acks[s]) / len(acks[s]) if acks[s] else None,
+            sum(fixes[s]) / len(fixes[s]) if fixes[s] else None,
+        )
         for s in sigs
     ]
 
 
-def build_digest(store: Any, *, end: datetime | None = None, days: int = 7, tz: str = "UTC", top: int = 5) -> Digest:
+def build_digest(
+    store: Any, *, end: datetime | None = None, days: int = 7, tz: str = "UTC", top: int = 5
+) -> Digest:
     """Everything the digest shows, for the `days` local days before `end` (default: now)."""
     start, stop, day_list = period(end, days, tz)
     numbers = store.digest_numbers(start, stop, top=top)

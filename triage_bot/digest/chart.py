@@ -43,11 +43,18 @@ def series(d: Digest) -> dict[str, Any]:
         "days": [day.isoformat() for day in d.days],
         "incidents_per_day": per_day,
         "top_signatures": {f"{g.signature_id} · {g.engine}": g.incidents for g in d.top_signatures},
-        "new_vs_recurring": {"this": [d.numbers.new, d.numbers.recurring], "previous": [d.previous.new, d.previous.recurring]},
+        "new_vs_recurring": {
+            "this": [d.numbers.new, d.numbers.recurring],
+            "previous": [d.previous.new, d.previous.recurring],
+        },
         "mtta_mttr_minutes": {t.signature_id: [_min(t.mtta_s), _min(t.mttr_s)] for t in d.times[:8]},
-        "trend": {"incidents": [d.previous.incidents, d.numbers.incidents],
-                  "occurrences": [d.previous.occurrences, d.numbers.occurrences]},
-        "uptime_percent": {u.engine: None if u.ratio is None else round(u.ratio * 100, 3) for u in d.numbers.uptime[:12]},
+        "trend": {
+            "incidents": [d.previous.incidents, d.numbers.incidents],
+            "occurrences": [d.previous.occurrences, d.numbers.occurrences],
+        },
+        "uptime_percent": {
+            u.engine: None if u.ratio is None else round(u.ratio * 100, 3) for u in d.numbers.uptime[:12]
+        },
         "colors": {**engine_colors(engines), **({"other": OTHER} if len(engines) > MAX_ENGINES else {})},
     }
 
@@ -91,7 +98,13 @@ def render_png(d: Digest, dpi: int = 100) -> bytes:
 
     ax = axes[1][0]
     x = [0, 1]
-    ax.bar([i - 0.2 for i in x], s["new_vs_recurring"]["previous"], width=0.4, label="previous week", color=LAST_WEEK)
+    ax.bar(
+        [i - 0.2 for i in x],
+        s["new_vs_recurring"]["previous"],
+        width=0.4,
+        label="previous week",
+        color=LAST_WEEK,
+    )
     ax.bar([i + 0.2 for i in x], s["new_vs_recurring"]["this"], width=0.4, label="this week", color=THIS_WEEK)
     ax.set_xticks(x, ["new", "recurring"])
     ax.set_title("New vs recurring incidents")
@@ -103,8 +116,12 @@ def render_png(d: Digest, dpi: int = 100) -> bytes:
     if times:
         names = list(times)[::-1]
         y = list(range(len(names)))
-        ax.barh([i + 0.2 for i in y], [times[n][0] or 0 for n in names], height=0.4, label="MTTA", color="#ff7f0e")
-        ax.barh([i - 0.2 for i in y], [times[n][1] or 0 for n in names], height=0.4, label="MTTR", color="#2ca02c")
+        ax.barh(
+            [i + 0.2 for i in y], [times[n][0] or 0 for n in names], height=0.4, label="MTTA", color="#ff7f0e"
+        )
+        ax.barh(
+            [i - 0.2 for i in y], [times[n][1] or 0 for n in names], height=0.4, label="MTTR", color="#2ca02c"
+        )
         ax.set_yticks(y, names, fontsize=8)
         ax.set_xlabel("minutes")
         ax.legend(fontsize=8)
@@ -115,8 +132,16 @@ def render_png(d: Digest, dpi: int = 100) -> bytes:
     ax = axes[2][0]
     trend = s["trend"]
     x = list(range(len(trend)))
-    ax.bar([i - 0.2 for i in x], [v[0] for v in trend.values()], width=0.4, label="previous week", color=LAST_WEEK)
-    ax.bar([i + 0.2 for i in x], [v[1] for v in trend.values()], width=0.4, label="this week", color=THIS_WEEK)
+    ax.bar(
+        [i - 0.2 for i in x],
+        [v[0] for v in trend.values()],
+        width=0.4,
+        label="previous week",
+        color=LAST_WEEK,
+    )
+    ax.bar(
+        [i + 0.2 for i in x], [v[1] for v in trend.values()], width=0.4, label="this week", color=THIS_WEEK
+    )
     ax.set_xticks(x, list(trend))
     ax.set_title("Trend against the previous week")
     ax.yaxis.set_major_locator(MaxNLocator(integer=True))
@@ -126,8 +151,12 @@ def render_png(d: Digest, dpi: int = 100) -> bytes:
     uptime = {k: v for k, v in s["uptime_percent"].items() if v is not None}
     if uptime:
         names = list(uptime)[::-1]
-        bars = ax.barh(names, [uptime[n] for n in names], color=[s["colors"].get(n, "#2ca02c") for n in names])
-        ax.bar_label(bars, labels=[f"{uptime[n]:.2f}%" for n in names], label_type="center", color="white", fontsize=8)
+        bars = ax.barh(
+            names, [uptime[n] for n in names], color=[s["colors"].get(n, "#2ca02c") for n in names]
+        )
+        ax.bar_label(
+            bars, labels=[f"{uptime[n]:.2f}%" for n in names], label_type="center", color="white", fontsize=8
+        )
         ax.set_xlim(min(90.0, min(uptime.values()) - 1), 100)
         ax.set_xlabel("% of checks serving")
         ax.tick_params(axis="y", labelsize=8)

@@ -28,10 +28,26 @@ log = logging.getLogger(__name__)
 POSTED_KIND = "alertmanager_alert"
 BY = "alertmanager"
 MAX_ALERTS = 1000  # Alertmanager caps a notification at max_alerts; more than this is not from it
-ENGINE_WORDS = {"vllm": "vllm", "sglang": "sglang", "trtllm": "trtllm", "tensorrt": "trtllm", "triton": "triton"}
+ENGINE_WORDS = {
+    "vllm": "vllm",
+    "sglang": "sglang",
+    "trtllm": "trtllm",
+    "tensorrt": "trtllm",
+    "triton": "triton",
+}
 ENGINE_LABELS = ("engine", "kind", "job", "service", "container", "app", "app_kubernetes_io_name", "pod")
-SEVERITIES = {"critical": "critical", "page": "critical", "error": "high", "high": "high", "warning": "medium",
-              "warn": "medium", "medium": "medium", "info": "info", "low": "low", "none": "info"}
+SEVERITIES = {
+    "critical": "critical",
+    "page": "critical",
+    "error": "high",
+    "high": "high",
+    "warning": "medium",
+    "warn": "medium",
+    "medium": "medium",
+    "info": "info",
+    "low": "low",
+    "none": "info",
+}
 # An alert rule's name says which state it watches; the first words that appear decide (the
 # `triage_state` label, when a rule sets it, wins). These are the health monitor's own states.
 STATE_WORDS: tuple[tuple[str, tuple[str, ...]], ...] = (
@@ -86,7 +102,9 @@ class AmAlert:
 
     @property
     def instance(self) -> str:
-        return (self.labels.get("instance") or self.labels.get("pod") or self.labels.get("job") or self.name)[:64]
+        return (self.labels.get("instance") or self.labels.get("pod") or self.labels.get("job") or self.name)[
+            :64
+        ]
 
     @property
     def state(self) -> str | None:
@@ -127,7 +145,11 @@ def parse_payload(body: bytes) -> list[AmAlert]:
         data = json.loads(body)
     except (ValueError, UnicodeDecodeError):
         raise PayloadError("the body is not JSON") from None
-    if not isinstance(data, dict) or str(data.get("version")) != "4" or not isinstance(data.get("alerts"), list):
+    if (
+        not isinstance(data, dict)
+        or str(data.get("version")) != "4"
+        or not isinstance(data.get("alerts"), list)
+    ):
         raise PayloadError("expected an Alertmanager webhook payload (version 4, with alerts)")
     if len(data["alerts"]) > MAX_ALERTS:
         raise PayloadError(f"more than {MAX_ALERTS} alerts in one notification")
@@ -139,11 +161,16 @@ def parse_payload(body: bytes) -> list[AmAlert]:
         if not _FINGERPRINT.match(fingerprint):
             raise PayloadError(f"alerts[{i}].fingerprint must be Alertmanager's hex fingerprint")
         starts = _time(raw.get("startsAt"), f"alerts[{i}].startsAt")
-        alerts.append(AmAlert(status=raw["status"], fingerprint=fingerprint,
-                              labels=_strings(raw.get("labels", {}), f"alerts[{i}].labels"),
-                              annotations=_strings(raw.get("annotations", {}), f"alerts[{i}].annotations"),
-                              starts_at=starts or datetime.now(UTC),
-                              ends_at=_time(raw.get("endsAt"), f"alerts[{i}].endsAt")))
+        alerts.append(
+            AmAlert(
+                status=raw["status"],
+                fingerprint=fingerprint,
+                labels=_strings(raw.get("labels", {}), f"alerts[{i}].labels"),
+                annotations=_strings(raw.get("annotations", {}), f"alerts[{i}].annotations"),
+                starts_at=starts or datetime.now(UTC),
+                ends_at=_time(raw.get("endsAt"), f"alerts[{i}].endsAt"),
+            )
+        )
     return alerts
 
 
@@ -189,12 +216,19 @@ class AlertmanagerReceiver:
     def _fire(self, am: AmAlert) -> bool:
         from triage_bot.history import Observation
 
-        result = self.store.record(Observation(
-            signature_id=self.signature(am), engine=am.engine_kind or "unknown", target=self.target(am),
-            severity=am.severity, source="health",
-            excerpt=am.text, values={"alertname": am.name, "fingerprint": am.fingerprint}, seen_at=am.starts_at,
-            key=f"am-{am.fingerprint}-{int(am.starts_at.timestamp())}"[:64],
-        ))
+        result = self.store.record(
+            Observation(
+                signature_id=self.signature(am),
+                engine=am.engine_kind or "unknown",
+                target=self.target(am),
+                severity=am.severity,
+                source="health",
+                excerpt=am.text,
+                values={"alertname": am.name, "fingerprint": am.fingerprint},
+                seen_at=am.starts_at,
+                key=f"am-{am.fingerprint}-{int(am.starts_at.timestamp())}"[:64],
+            )
+        )
         incident_id = getattr(result, "incident_id", None)
         if getattr(result, "muted", False) or self.notifier is None:
             return bool(getattr(result, "is_new", False))
@@ -210,8 +244,9 @@ class AlertmanagerReceiver:
 
     def _resolve(self, am: AmAlert) -> bool:
         note = "resolved in Alertmanager"
-        incident_id = self.store.resolve_active(self.signature(am), am.engine_kind or "unknown", self.target(am),
-                                                BY, note)
+        incident_id = self.store.resolve_active(
+            self.signature(am), am.engine_kind or "unknown", self.target(am), BY, note
+        )
         if incident_id is None:
             return False  # never opened here, or already resolved (a repeated notification)
         ref = self._posted(incident_id)
@@ -235,7 +270,11 @@ class AlertmanagerReceiver:
         signature_id = self.signature(am)
         kind, state = am.engine_kind, am.state
         if kind is not None and state is not None:
-            values = {"engine": am.instance, "kind": kind, **({"model": am.labels["model"]} if "model" in am.labels else {})}
+            values = {
+                "engine": am.instance,
+                "kind": kind,
+                **({"model": am.labels["model"]} if "model" in am.labels else {}),
+            }
             signature_id = SIGNATURES[state]
             title, recovery, faq = kb_text(signature_id, kind, values)
         elif kind is not None and self.triager is not None:
@@ -243,7 +282,17 @@ class AlertmanagerReceiver:
             match = answer.match
             if match is not None and match.confidence >= self.min_confidence:
                 signature_id, title, recovery, faq = match.id, match.title, answer.recovery, answer.faq
-        return Alert(engine=am.instance, kind=kind or "alert", state=am.name, signature_id=signature_id,
-                     title=title, message=am.summary, opened_at=am.starts_at, incident_id=incident_id,
-                     severity=am.severity,
-                     recovery=recovery, faq=faq, values={"fingerprint": am.fingerprint})
+        return Alert(
+            engine=am.instance,
+            kind=kind or "alert",
+            state=am.name,
+            signature_id=signature_id,
+            title=title,
+            message=am.summary,
+            opened_at=am.starts_at,
+            incident_id=incident_id,
+            severity=am.severity,
+            recovery=recovery,
+            faq=faq,
+            values={"fingerprint": am.fingerprint},
+        )

@@ -20,8 +20,13 @@ from typing import Any, Protocol
 
 log = logging.getLogger(__name__)
 
-SEVERITY_ICON = {"critical": ":red_circle:", "high": ":large_orange_circle:", "medium": ":large_yellow_circle:",
-                 "low": ":white_circle:", "info": ":information_source:"}
+SEVERITY_ICON = {
+    "critical": ":red_circle:",
+    "high": ":large_orange_circle:",
+    "medium": ":large_yellow_circle:",
+    "low": ":white_circle:",
+    "info": ":information_source:",
+}
 SECTION_MAX = 3000
 
 
@@ -79,8 +84,12 @@ ACTION_ACK = "triage_acknowledge"  # the Acknowledge button, on alerts and answe
 
 
 def ack_button(incident_id: int) -> dict[str, Any]:
-    return {"type": "button", "action_id": ACTION_ACK, "text": {"type": "plain_text", "text": "Acknowledge"},
-            "value": json.dumps({"i": incident_id}, separators=(",", ":"))}
+    return {
+        "type": "button",
+        "action_id": ACTION_ACK,
+        "text": {"type": "plain_text", "text": "Acknowledge"},
+        "value": json.dumps({"i": incident_id}, separators=(",", ":")),
+    }
 
 
 def alert_blocks(alert: Alert) -> list[dict[str, Any]]:
@@ -93,20 +102,47 @@ def alert_blocks(alert: Alert) -> list[dict[str, Any]]:
     ]
     if alert.resolved_at:
         took = alert.resolved_at - alert.opened_at
-        blocks.append({"type": "section", "text": {"type": "mrkdwn", "text": _clip(
-            f"*Resolved* after {_duration(took.total_seconds())}: {escape(alert.resolution)}")}})
+        blocks.append(
+            {
+                "type": "section",
+                "text": {
+                    "type": "mrkdwn",
+                    "text": _clip(
+                        f"*Resolved* after {_duration(took.total_seconds())}: {escape(alert.resolution)}"
+                    ),
+                },
+            }
+        )
     elif alert.recovery:
-        blocks.append({"type": "section", "text": {"type": "mrkdwn", "text": _clip(
-            "*What to do*\n" + _recovery_mrkdwn(alert.recovery))}})
+        blocks.append(
+            {
+                "type": "section",
+                "text": {
+                    "type": "mrkdwn",
+                    "text": _clip("*What to do*\n" + _recovery_mrkdwn(alert.recovery)),
+                },
+            }
+        )
     if alert.faq and not alert.resolved_at:
-        blocks.append({"type": "context", "elements": [{"type": "mrkdwn", "text": _clip(escape(alert.faq), 2000)}]})
-    context = [f"`{alert.signature_id}`", f"severity {alert.severity}",
-               f"opened <!date^{int(alert.opened_at.timestamp())}^{{date_short_pretty}} {{time}}|{alert.opened_at:%Y-%m-%d %H:%M} UTC>"]
+        blocks.append(
+            {"type": "context", "elements": [{"type": "mrkdwn", "text": _clip(escape(alert.faq), 2000)}]}
+        )
+    context = [
+        f"`{alert.signature_id}`",
+        f"severity {alert.severity}",
+        f"opened <!date^{int(alert.opened_at.timestamp())}^{{date_short_pretty}} {{time}}|{alert.opened_at:%Y-%m-%d %H:%M} UTC>",
+    ]
     if alert.incident_id is not None:
         context.append(f"incident #{alert.incident_id}")
     blocks.append({"type": "context", "elements": [{"type": "mrkdwn", "text": c} for c in context]})
     if alert.incident_id is not None and not alert.resolved_at:
-        blocks.append({"type": "actions", "block_id": "triage_alert_actions", "elements": [ack_button(alert.incident_id)]})
+        blocks.append(
+            {
+                "type": "actions",
+                "block_id": "triage_alert_actions",
+                "elements": [ack_button(alert.incident_id)],
+            }
+        )
     return blocks
 
 

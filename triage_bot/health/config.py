@@ -66,7 +66,9 @@ class EngineConfig(Strict):
     auth_header_env: str | None = None
     generate_probe: bool = False
     timeout_s: float | None = Field(default=None, gt=0, le=600)
-    metrics_url: str | None = None  # full URL when metrics live elsewhere (Triton :8002, trtllm /prometheus/metrics)
+    metrics_url: str | None = (
+        None  # full URL when metrics live elsewhere (Triton :8002, trtllm /prometheus/metrics)
+    )
     thresholds: Thresholds = Field(default_factory=Thresholds)
 
     _auth_value: str | None = PrivateAttr(default=None)
@@ -95,7 +97,9 @@ class EngineConfig(Strict):
         if parts.scheme not in ("http", "https") or not parts.hostname:
             raise ValueError(f"{value!r} must be an http(s) URL with a host")
         if parts.query or parts.fragment or parts.username or parts.password:
-            raise ValueError(f"{value!r} must not carry a query, fragment or credentials (use auth_header_env)")
+            raise ValueError(
+                f"{value!r} must not carry a query, fragment or credentials (use auth_header_env)"
+            )
         return value.rstrip("/")
 
     @field_validator("auth_header_env")
@@ -125,7 +129,9 @@ class EngineConfig(Strict):
             return
         raw = environ.get(self.auth_header_env, "").strip()
         if not raw:
-            raise ConfigError(f"engine {self.name}: environment variable {self.auth_header_env} is empty or unset")
+            raise ConfigError(
+                f"engine {self.name}: environment variable {self.auth_header_env} is empty or unset"
+            )
         self._auth_value = raw if " " in raw else f"Bearer {raw}"
 
 
@@ -218,7 +224,9 @@ def _zone(name: str) -> tzinfo:
         raise ValueError(f"unknown timezone {name!r}") from exc
 
 
-def parse_engines(data: Any, environ: Mapping[str, str] | None = None, source: str = "engines.yaml") -> EnginesFile:
+def parse_engines(
+    data: Any, environ: Mapping[str, str] | None = None, source: str = "engines.yaml"
+) -> EnginesFile:
     """Validate parsed YAML; every problem is reported with its path in the file."""
     if data is None:
         data = {}

@@ -66,15 +66,38 @@ class EngineStatus:
         metrics = None
         if obs.metrics is not None:
             m = obs.metrics
-            metrics = {k: getattr(m, k) for k in ("source", "running", "waiting", "kv_usage", "kv_metric", "progress",
-                                                  "progress_metric", "preemptions_total", "sleeping")}
+            metrics = {
+                k: getattr(m, k)
+                for k in (
+                    "source",
+                    "running",
+                    "waiting",
+                    "kv_usage",
+                    "kv_metric",
+                    "progress",
+                    "progress_metric",
+                    "preemptions_total",
+                    "sleeping",
+                )
+            }
         return {
-            "name": self.name, "kind": self.kind, "state": self.state,
-            "findings": [{"state": s, "signature_id": SIGNATURES[s], "message": msg} for s, msg in self.findings.items()],
-            "open_incidents": self.open_incidents, "maintenance": self.maintenance,
-            "health": obs.health, "detail": obs.detail, "http_status": obs.health_status,
-            "generate": obs.generate, "metrics_error": obs.metrics_error, "metrics": metrics,
-            "elapsed_ms": round(obs.elapsed_s * 1000, 1), "checked_at": obs.checked_at.isoformat(),
+            "name": self.name,
+            "kind": self.kind,
+            "state": self.state,
+            "findings": [
+                {"state": s, "signature_id": SIGNATURES[s], "message": msg}
+                for s, msg in self.findings.items()
+            ],
+            "open_incidents": self.open_incidents,
+            "maintenance": self.maintenance,
+            "health": obs.health,
+            "detail": obs.detail,
+            "http_status": obs.health_status,
+            "generate": obs.generate,
+            "metrics_error": obs.metrics_error,
+            "metrics": metrics,
+            "elapsed_ms": round(obs.elapsed_s * 1000, 1),
+            "checked_at": obs.checked_at.isoformat(),
             "transitions": self.transitions,
         }
 
@@ -112,7 +135,9 @@ class HealthMonitor:
         self.clock = clock
         self.poller = poller or Poller(config, clock=clock)
         self.memory: dict[str, EngineMemory] = {e.name: EngineMemory() for e in config.engines}
-        self.trackers: dict[str, EngineTracker] = {e.name: EngineTracker(e.name, e.thresholds) for e in config.engines}
+        self.trackers: dict[str, EngineTracker] = {
+            e.name: EngineTracker(e.name, e.thresholds) for e in config.engines
+        }
         self.incidents: dict[tuple[str, str], OpenIncident] = {}
         self.passes = 0
         self._restored = store is None
@@ -161,7 +186,9 @@ class HealthMonitor:
                 log.exception("health: handling %s %s for %s failed", t.kind, t.state, t.engine)
         self._heartbeat(obs, engine.kind, tracker)
         return EngineStatus(
-            name=obs.engine, kind=engine.kind, state=state,
+            name=obs.engine,
+            kind=engine.kind,
+            state=state,
             findings={s: f.message for s, f in findings.items()},
             open_incidents=tracker.open_states(),
             maintenance=(window.reason or "maintenance") if window is not None else None,
@@ -175,7 +202,9 @@ class HealthMonitor:
             index = self._index = {e.name: e for e in self.config.engines}
         return index
 
-    def _record_check(self, obs: Observation, state: str, findings: dict[str, Finding], maintenance: bool) -> None:
+    def _record_check(
+        self, obs: Observation, state: str, findings: dict[str, Finding], maintenance: bool
+    ) -> None:
         if self.store is None:
             return
         details: dict[str, Any] = {"health": obs.health, "detail": obs.detail[:200]}
@@ -183,15 +212,19 @@ class HealthMonitor:
             details["findings"] = sorted(findings)
         if obs.metrics is not None:
             m = obs.metrics
-            details["metrics"] = {k: v for k, v in (("running", m.running), ("waiting", m.waiting),
-                                                    ("kv", m.kv_usage)) if v is not None}
+            details["metrics"] = {
+                k: v
+                for k, v in (("running", m.running), ("waiting", m.waiting), ("kv", m.kv_usage))
+                if v is not None
+            }
         if obs.metrics_error:
             details["metrics_error"] = obs.metrics_error[:200]
         if maintenance:
             details["maintenance"] = True
         try:
-            self.store.record_check(obs.engine, state, latency_ms=obs.elapsed_s * 1000, details=details,
-                                    checked_at=obs.checked_at)
+            self.store.record_check(
+                obs.engine, state, latency_ms=obs.elapsed_s * 1000, details=details, checked_at=obs.checked_at
+            )
         except Exception as exc:
             log.warning("health: could not record the check of %s: %s", obs.engine, exc)
 
@@ -207,7 +240,9 @@ class HealthMonitor:
                 return
             self._record_occurrence(t.finding, kind, t.engine, t.at, inc)
             if inc.alert is not None:
-                inc.alert = replace(inc.alert, message=t.finding.message, values={**inc.alert.values, **t.finding.values})
+                inc.alert = replace(
+                    inc.alert, message=t.finding.message, values={**inc.alert.values, **t.finding.values}
+                )
                 self._deliver(inc)
         else:
             inc = self.incidents.pop(key, None)
@@ -243,8 +278,17 @@ class HealthMonitor:
         inc = OpenIncident(t.state, None, None)
         result = self._record_occurrence(t.finding, kind, t.engine, t.at, inc)
         inc.alert = Alert(
-            engine=t.engine, kind=kind, state=t.state, signature_id=sig, title=title, message=t.finding.message,
-            severity=SEVERITY[t.state], opened_at=t.at, incident_id=inc.incident_id, recovery=recovery, faq=faq,
+            engine=t.engine,
+            kind=kind,
+            state=t.state,
+            signature_id=sig,
+            title=title,
+            message=t.finding.message,
+            severity=SEVERITY[t.state],
+            opened_at=t.at,
+            incident_id=inc.incident_id,
+            recovery=recovery,
+            faq=faq,
             values=values,
         )
         if result is not None and not getattr(result, "is_new", True) and inc.incident_id is not None:
@@ -254,17 +298,26 @@ class HealthMonitor:
         self.incidents[(t.engine, t.state)] = inc
         self._deliver(inc)
 
-    def _record_occurrence(self, finding: Finding, kind: str, engine: str, at: datetime, inc: OpenIncident) -> Any:
+    def _record_occurrence(
+        self, finding: Finding, kind: str, engine: str, at: datetime, inc: OpenIncident
+    ) -> Any:
         if self.store is None:
             return None
         from triage_bot.history import Observation as Sighting
 
         try:
-            result = self.store.record(Sighting(
-                signature_id=SIGNATURES[finding.state], engine=kind, target=engine,
-                severity=SEVERITY[finding.state], source="health", excerpt=finding.message,
-                values={k: v for k, v in finding.values.items() if v is not None}, seen_at=at,
-            ))
+            result = self.store.record(
+                Sighting(
+                    signature_id=SIGNATURES[finding.state],
+                    engine=kind,
+                    target=engine,
+                    severity=SEVERITY[finding.state],
+                    source="health",
+                    excerpt=finding.message,
+                    values={k: v for k, v in finding.values.items() if v is not None},
+                    seen_at=at,
+                )
+            )
         except Exception as exc:
             log.warning("health: could not record %s for %s: %s", finding.state, engine, exc)
             return None
@@ -297,7 +350,9 @@ class HealthMonitor:
         inc.ref = ref
         if self.store is not None:
             try:
-                self.store.record_posted(ref.channel, ref.ts, "health_alert", inc.incident_id, inc.alert.engine)
+                self.store.record_posted(
+                    ref.channel, ref.ts, "health_alert", inc.incident_id, inc.alert.engine
+                )
             except Exception as exc:
                 log.warning("health: could not remember alert %s: %s", ref.ts, exc)
 
@@ -312,7 +367,11 @@ class HealthMonitor:
                 except Exception as exc:
                     log.warning("health: alert for %s/%s still not posted: %s", obs.engine, state, exc)
             finding = tracker.tracks[state].last
-            if finding is not None and inc.last_recorded is not None and obs.checked_at - inc.last_recorded >= HEARTBEAT:
+            if (
+                finding is not None
+                and inc.last_recorded is not None
+                and obs.checked_at - inc.last_recorded >= HEARTBEAT
+            ):
                 self._record_occurrence(finding, kind, obs.engine, obs.checked_at, inc)
 
     def _restore(self) -> None:
@@ -328,14 +387,31 @@ class HealthMonitor:
             state = STATE_OF.get(row.signature_id)
             if row.source != "health" or state is None or row.target not in names or row.status == "resolved":
                 continue
-            message = f"engine {row.target}: {row.signature_id} (open since {row.first_seen:%Y-%m-%d %H:%M} UTC)"
+            message = (
+                f"engine {row.target}: {row.signature_id} (open since {row.first_seen:%Y-%m-%d %H:%M} UTC)"
+            )
             self.trackers[row.target].restore_open(state, row.first_seen, message)
             kind = names[row.target].kind
             title, recovery, faq = kb_text(row.signature_id, kind, {"engine": row.target, "kind": kind})
-            inc = OpenIncident(state, row.id, Alert(
-                engine=row.target, kind=kind, state=state, signature_id=row.signature_id, title=title,
-                message=message, severity=row.severity, opened_at=row.first_seen, incident_id=row.id,
-                recovery=recovery, faq=faq), muted=row.status == "muted", last_recorded=row.last_seen)
+            inc = OpenIncident(
+                state,
+                row.id,
+                Alert(
+                    engine=row.target,
+                    kind=kind,
+                    state=state,
+                    signature_id=row.signature_id,
+                    title=title,
+                    message=message,
+                    severity=row.severity,
+                    opened_at=row.first_seen,
+                    incident_id=row.id,
+                    recovery=recovery,
+                    faq=faq,
+                ),
+                muted=row.status == "muted",
+                last_recorded=row.last_seen,
+            )
             inc.ref = self._find_ref(row.id)
             self.incidents[(row.target, state)] = inc
         self._restored = True

@@ -37,7 +37,10 @@ class MetricsSnapshot:
     @property
     def has_core(self) -> bool:
         """True when at least one of the load readings the rules need is present."""
-        return any(v is not None for v in (self.running, self.waiting, self.kv_usage)) or self.progressed is not None
+        return (
+            any(v is not None for v in (self.running, self.waiting, self.kv_usage))
+            or self.progressed is not None
+        )
 
 
 @dataclass

@@ -58,7 +58,9 @@ class _EngineHttp:
                 ) as response:
                     declared = response.headers.get("content-length")
                     if declared and declared.isdigit() and int(declared) > self.max_body:
-                        raise BadResponse(f"body of {int(declared):,} bytes is over the {self.max_body:,}-byte cap")
+                        raise BadResponse(
+                            f"body of {int(declared):,} bytes is over the {self.max_body:,}-byte cap"
+                        )
                     chunks: list[bytes] = []
                     size = 0
                     async for chunk in response.aiter_raw():
@@ -167,9 +169,17 @@ class Poller:
             async with asyncio.timeout_at(deadline + 0.5):  # belt and braces around the probe itself
                 obs = await get_probe(engine.kind).probe(http, engine, now)
         except TimeoutError:
-            obs = Observation(engine.name, engine.kind, now, "timeout", detail=f"timed out after {engine.timeout:.1f} s")
+            obs = Observation(
+                engine.name, engine.kind, now, "timeout", detail=f"timed out after {engine.timeout:.1f} s"
+            )
         except Exception as exc:  # a probe bug must not stop the pass for the other engines
-            obs = Observation(engine.name, engine.kind, now, "error", detail=f"probe error: {type(exc).__name__}: {exc}"[:200])
+            obs = Observation(
+                engine.name,
+                engine.kind,
+                now,
+                "error",
+                detail=f"probe error: {type(exc).__name__}: {exc}"[:200],
+            )
         obs.elapsed_s = loop.time() - started
         return obs
 

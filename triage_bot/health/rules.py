@@ -83,15 +83,21 @@ def _n(x: float | None) -> str:
 def rule_down(obs: Observation, mem: EngineMemory, th: Thresholds) -> Finding | None:
     if obs.reachable:
         return None
-    return Finding("down", f"engine {obs.engine} is down: {obs.detail}", {"reason": obs.health, "detail": obs.detail})
+    return Finding(
+        "down", f"engine {obs.engine} is down: {obs.detail}", {"reason": obs.health, "detail": obs.detail}
+    )
 
 
 def rule_stuck(obs: Observation, mem: EngineMemory, th: Thresholds) -> Finding | None:
     if obs.health == "stuck":
-        return Finding("stuck", f"engine {obs.engine} is stuck: {obs.detail}", {"reason": "health_generation"})
+        return Finding(
+            "stuck", f"engine {obs.engine} is stuck: {obs.detail}", {"reason": "health_generation"}
+        )
     if obs.generate == "failed":
         return Finding(
-            "stuck", f"engine {obs.engine} is stuck: generation probe failed: {obs.generate_detail}", {"reason": "probe"}
+            "stuck",
+            f"engine {obs.engine} is stuck: generation probe failed: {obs.generate_detail}",
+            {"reason": "probe"},
         )
     m, prev = obs.metrics, mem.last
     if m is None or m.sleeping or obs.generation_verified or obs.generate == "ok":
@@ -123,7 +129,9 @@ def rule_metrics_missing(obs: Observation, mem: EngineMemory, th: Thresholds) ->
     if not obs.reachable or obs.metrics_error is None:
         return None
     return Finding(
-        "metrics_missing", f"engine {obs.engine} metrics missing: {obs.metrics_error}", {"detail": obs.metrics_error}
+        "metrics_missing",
+        f"engine {obs.engine} metrics missing: {obs.metrics_error}",
+        {"detail": obs.metrics_error},
     )
 
 

@@ -95,7 +95,9 @@ class EngineTracker:
         if state == "flapping":
             self.flapping = True
 
-    def step(self, findings: dict[str, Finding], judged: set[str], now: datetime, *, maintenance: bool = False) -> list[Transition]:
+    def step(
+        self, findings: dict[str, Finding], judged: set[str], now: datetime, *, maintenance: bool = False
+    ) -> list[Transition]:
         th = self.thresholds
         self.current = findings
         out: list[Transition] = []
@@ -109,12 +111,19 @@ class EngineTracker:
         )
         if not self.flapping and flips > th.flap_transitions and not maintenance:
             self.flapping = True
-            flap.open, flap.since, flap.last, flap.posted_message = True, now, flap_finding, flap_finding.message
+            flap.open, flap.since, flap.last, flap.posted_message = (
+                True,
+                now,
+                flap_finding,
+                flap_finding.message,
+            )
             out.append(Transition("open", self.engine, "flapping", flap_finding, now, now))
         elif self.flapping and flips <= th.flap_transitions // 2:
             self.flapping = False
             flap.open = False
-            out.append(Transition("resolve", self.engine, "flapping", flap.last or flap_finding, now, flap.since))
+            out.append(
+                Transition("resolve", self.engine, "flapping", flap.last or flap_finding, now, flap.since)
+            )
         elif self.flapping:
             flap.last = flap_finding
             flap.checks_since_update += 1
@@ -134,7 +143,12 @@ class EngineTracker:
                 track.checks_since_update += 1
                 if not track.open:
                     if track.bad >= th.consecutive and not self.flapping and not maintenance:
-                        track.open, track.since, track.posted_message, track.checks_since_update = True, now, finding.message, 0
+                        track.open, track.since, track.posted_message, track.checks_since_update = (
+                            True,
+                            now,
+                            finding.message,
+                            0,
+                        )
                         out.append(Transition("open", self.engine, state, finding, now, now))
                 elif finding.message != track.posted_message and track.checks_since_update >= UPDATE_EVERY:
                     track.posted_message, track.checks_since_update = finding.message, 0
@@ -144,5 +158,9 @@ class EngineTracker:
                 track.bad = 0
                 if track.open and track.good >= th.recover:
                     track.open = False
-                    out.append(Transition("resolve", self.engine, state, track.last or Finding(state, ""), now, track.since))
+                    out.append(
+                        Transition(
+                            "resolve", self.engine, state, track.last or Finding(state, ""), now, track.since
+                        )
+                    )
         return out

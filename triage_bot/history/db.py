@@ -52,8 +52,15 @@ def make_engine(url: str | None = None, **kwargs: Any) -> Engine:
     if backend == "postgresql":
         # a hung server is bounded everywhere: connecting (libpq), waiting for a pooled connection,
         # each statement (a client-side watchdog, db_guard), and dead peers (TCP keepalives)
-        connect_args = {"connect_timeout": 5, "keepalives": 1, "keepalives_idle": 10, "keepalives_interval": 5,
-                        "keepalives_count": 3, "tcp_user_timeout": 15000, **kwargs.pop("connect_args", {})}
+        connect_args = {
+            "connect_timeout": 5,
+            "keepalives": 1,
+            "keepalives_idle": 10,
+            "keepalives_interval": 5,
+            "keepalives_count": 3,
+            "tcp_user_timeout": 15000,
+            **kwargs.pop("connect_args", {}),
+        }
         kwargs.setdefault("pool_pre_ping", False)  # db_guard pings on checkout, with a deadline
         kwargs.setdefault("pool_timeout", 5)
         kwargs.setdefault("pool_recycle", 1800)

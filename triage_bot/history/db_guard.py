@@ -124,7 +124,9 @@ def guard(engine: Engine, deadline_s: float = STATEMENT_DEADLINE_S, down_for_s: 
 
     @event.listens_for(engine, "handle_error")
     def _failed(context: Any) -> None:
-        token = context.connection.info.pop("triage_watchdog", None) if context.connection is not None else None
+        token = (
+            context.connection.info.pop("triage_watchdog", None) if context.connection is not None else None
+        )
         if token is not None:
             _WATCHDOG.disarm(token)
         # a refused connection fails fast by itself; waiting (a connect timeout) is what to avoid repeating
@@ -168,6 +170,8 @@ def guard(engine: Engine, deadline_s: float = STATEMENT_DEADLINE_S, down_for_s: 
         except Exception as error:
             if time.monotonic() < state["down_until"]:
                 raise DatabaseDown("the database hung; not waiting for it again yet") from error
-            raise exc.DisconnectionError(f"pre-ping failed: {type(error).__name__}") from error  # reconnect once
+            raise exc.DisconnectionError(
+                f"pre-ping failed: {type(error).__name__}"
+            ) from error  # reconnect once
         finally:
             _WATCHDOG.disarm(token)

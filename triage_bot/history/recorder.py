@@ -102,8 +102,9 @@ def _insert(session: Session) -> Any:
     return _dialect_insert(session.get_bind().dialect.name)
 
 
-def _upsert_returning_id(session: Session, model: Any, values: dict[str, Any], key: list[Any],
-                         replace: list[str]) -> int:
+def _upsert_returning_id(
+    session: Session, model: Any, values: dict[str, Any], key: list[Any], replace: list[str]
+) -> int:
     """INSERT, or on a clash of `key` replace the `replace` columns (and updated_at); return the row id.
 
     One statement, so two writers racing on the same key end with one row.
@@ -564,33 +565,37 @@ class Recorder:
         return feedback_id
 
     def _apply_resolve(self, session: Session, a: dict[str, Any]) -> bool:
-        changed = rowcount(session.execute(
-            update(Incident)
-            .where(Incident.id == a["incident_id"], Incident.status != "resolved")
-            .values(
-                status="resolved",
-                resolved_at=_ts(a["at"]),
-                resolved_by=a["by"],
-                resolution=a["note"],
-                active_key=None,
+        changed = rowcount(
+            session.execute(
+                update(Incident)
+                .where(Incident.id == a["incident_id"], Incident.status != "resolved")
+                .values(
+                    status="resolved",
+                    resolved_at=_ts(a["at"]),
+                    resolved_by=a["by"],
+                    resolution=a["note"],
+                    active_key=None,
+                )
+                .execution_options(synchronize_session=False)
             )
-            .execution_options(synchronize_session=False)
-        ))
+        )
         if not changed:
             _require_incident(session, a["incident_id"])
         return bool(changed)
 
     def _apply_acknowledge(self, session: Session, a: dict[str, Any]) -> bool:
-        changed = rowcount(session.execute(
-            update(Incident)
-            .where(Incident.id == a["incident_id"], Incident.acknowledged_at.is_(None))
-            .values(
-                acknowledged_at=_ts(a["at"]),
-                acknowledged_by=a["by"],
-                status=case((Incident.status == "open", "acknowledged"), else_=Incident.status),
+        changed = rowcount(
+            session.execute(
+                update(Incident)
+                .where(Incident.id == a["incident_id"], Incident.acknowledged_at.is_(None))
+                .values(
+                    acknowledged_at=_ts(a["at"]),
+                    acknowledged_by=a["by"],
+                    status=case((Incident.status == "open", "acknowledged"), else_=Incident.status),
+                )
+                .execution_options(synchronize_session=False)
             )
-            .execution_options(synchronize_session=False)
-        ))
+        )
         if not changed:
             _require_incident(session, a["incident_id"])
         return bool(changed)
@@ -612,12 +617,14 @@ class Recorder:
     def _apply_unmute(self, session: Session, a: dict[str, Any]) -> bool:
         at = _ts(a["at"])
         return bool(
-            rowcount(session.execute(
-                update(Mute)
-                .where(Mute.id == a["mute_id"], Mute.until > at)
-                .values(until=at)
-                .execution_options(synchronize_session=False)
-            ))
+            rowcount(
+                session.execute(
+                    update(Mute)
+                    .where(Mute.id == a["mute_id"], Mute.until > at)
+                    .values(until=at)
+                    .execution_options(synchronize_session=False)
+                )
+            )
         )
 
     def _apply_posted(self, session: Session, a: dict[str, Any]) -> int:

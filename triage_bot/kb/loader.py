@@ -117,13 +117,17 @@ def _check_signature(sig: Signature, file: str, line: int) -> list[Problem]:
         try:
             compile_pattern(pattern)
         except RegexError as exc:
-            problems.append(Problem(file, line, f"{sig.id}: pattern {pattern!r} does not compile in RE2: {exc}"))
+            problems.append(
+                Problem(file, line, f"{sig.id}: pattern {pattern!r} does not compile in RE2: {exc}")
+            )
     templates = sig.recovery.values() if isinstance(sig.recovery, dict) else [sig.recovery]
     for template in templates:
         try:
             check_template(template)
         except TemplateSyntaxError as exc:
-            problems.append(Problem(file, line + (exc.lineno or 0), f"{sig.id}: recovery template: {exc.message}"))
+            problems.append(
+                Problem(file, line + (exc.lineno or 0), f"{sig.id}: recovery template: {exc.message}")
+            )
     return problems
 
 
@@ -151,8 +155,11 @@ class KnowledgeBase:
 
     def signature_patterns(self) -> list[str]:
         """Every signature pattern and family clue, in file order (engine clues are in `engines`)."""
-        return [p for sig in self.signatures for p in (*(p for p, _ in sig.pattern_specs),
-                                                       *(clue.pattern for clue in sig.evidence))]
+        return [
+            p
+            for sig in self.signatures
+            for p in (*(p for p, _ in sig.pattern_specs), *(clue.pattern for clue in sig.evidence))
+        ]
 
     def read_needs(self) -> None:
         """Read what every pattern needs (200 ms), so that the cached knowledge base holds it."""
@@ -229,7 +236,9 @@ def collect_problems(directory: Path | None = None) -> tuple[KnowledgeBase | Non
             for index, sig_id in enumerate(taxonomy):
                 if sig_id not in source:
                     line = _taxonomy_line(tax_path, sig_id, index)
-                    problems.append(Problem("taxonomy.yaml", line, f"taxonomy id {sig_id!r} has no signature"))
+                    problems.append(
+                        Problem("taxonomy.yaml", line, f"taxonomy id {sig_id!r} has no signature")
+                    )
     else:
         problems.append(Problem("taxonomy.yaml", 0, "taxonomy.yaml is missing"))
 
@@ -238,8 +247,13 @@ def collect_problems(directory: Path | None = None) -> tuple[KnowledgeBase | Non
         for prefix, family in info.areas.items():
             if family not in families and family not in (AREA_CORE, AREA_MODEL):
                 file = next((f for f, _ in source.values() if f.startswith(info.id)), f"{info.id}.yaml")
-                problems.append(Problem(file, 1, f"area {prefix!r}: {family!r} is not a family id, "
-                                                 f"{AREA_CORE!r} or {AREA_MODEL!r}"))
+                problems.append(
+                    Problem(
+                        file,
+                        1,
+                        f"area {prefix!r}: {family!r} is not a family id, {AREA_CORE!r} or {AREA_MODEL!r}",
+                    )
+                )
 
     if any(p.level == "error" for p in problems):
         return None, problems

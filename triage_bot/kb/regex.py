@@ -36,8 +36,10 @@ WINDOW_LOOSENED = 20
 def loosened(pattern: str) -> str:
     """The pattern with every wide bounded repeat `{0,N}`/`{1,N}` made unbounded: it matches
     wherever the pattern matches, and more."""
-    return _WINDOW.sub(lambda m: m.group(0) if int(m.group(2)) < WINDOW_LOOSENED else ("*" if m.group(1) == "0" else "+"),
-                       pattern)
+    return _WINDOW.sub(
+        lambda m: m.group(0) if int(m.group(2)) < WINDOW_LOOSENED else ("*" if m.group(1) == "0" else "+"),
+        pattern,
+    )
 
 
 WHOLE_TEXT = 4096  # a paste this short is searched whole: a search per line would only add calls
@@ -90,7 +92,9 @@ class PatternScan:
         # of the matches found are mapped back to characters
         lines = _Lines(text)
         met: dict[int, int] = {}  # pattern -> a bit for each requirement met
-        occurs: dict[int, list[int]] = {}  # pattern -> byte offsets of its first requirement's strings (-1: unknown)
+        occurs: dict[
+            int, list[int]
+        ] = {}  # pattern -> byte offsets of its first requirement's strings (-1: unknown)
         if self._automaton is not None:
             folded = text.casefold()
             aligned = len(folded) == len(text)  # casefold only ever lengthens: no character moved
@@ -110,7 +114,10 @@ class PatternScan:
             match = self._first_match(index, lines, occurs.get(index))
             if match is not None:
                 start, end = match.span()
-                values = {k: v.decode("utf-8", "replace") if v is not None else None for k, v in match.groupdict().items()}
+                values = {
+                    k: v.decode("utf-8", "replace") if v is not None else None
+                    for k, v in match.groupdict().items()
+                }
                 found.append((index, Found(lines.char_offset(start), lines.char_offset(end), values)))
         return found
 

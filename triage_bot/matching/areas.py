@@ -60,7 +60,9 @@ class AreaMap:
         self.areas = dict(areas)
         roots = {p.split("/", 1)[0] + "/" for p in areas}
         # longer anchors first: "cpp/tensorrt_llm/" must win over "tensorrt_llm/"
-        anchors = {p for p in areas if p.endswith("/") and p.count("/") <= 2 and areas[p] == AREA_CORE} | roots
+        anchors = {
+            p for p in areas if p.endswith("/") and p.count("/") <= 2 and areas[p] == AREA_CORE
+        } | roots
         self.anchors = tuple(sorted(anchors, key=len, reverse=True))
         self.roots = tuple(sorted({a.rstrip("/").rsplit("/", 1)[-1] for a in self.anchors}))
 
@@ -74,7 +76,7 @@ class AreaMap:
                 at = path.rfind(anchor, 0, at)
             if at >= 0 and (best is None or at < best[0] or (at == best[0] and len(anchor) > len(best[1]))):
                 best = (at, anchor)
-        return path[best[0]:] if best else None
+        return path[best[0] :] if best else None
 
     def lookup(self, relative: str) -> str | None:
         """The area of a path inside the tree: the longest prefix that covers it (the path
@@ -119,12 +121,19 @@ class Areas:
             if line.is_frame:
                 frame = _FRAME_FUNC.match(text)
                 if frame is not None:
-                    found.append((line.number, block, frame.group("path"), False, frame.group("function") or ""))
+                    found.append(
+                        (line.number, block, frame.group("path"), False, frame.group("function") or "")
+                    )
                 continue
             head = text[:MAX_LINE]
-            found += [(line.number, block, path, False, "") for path in _paths_in(head)]  # C++ frames, messages
+            found += [
+                (line.number, block, path, False, "") for path in _paths_in(head)
+            ]  # C++ frames, messages
             if _ERROR_LINE.search(head):
-                found += [(line.number, block, m.group(1).replace(".", "/"), True, "") for m in _MODULE.finditer(head)]
+                found += [
+                    (line.number, block, m.group(1).replace(".", "/"), True, "")
+                    for m in _MODULE.finditer(head)
+                ]
         hits: list[AreaHit] = []
         seen: dict[tuple[str, bool], list[tuple[str, str, str]]] = {}  # a traceback repeats its paths
         for index, in_block, path, module, function in found:
@@ -132,8 +141,10 @@ class Areas:
             if key not in seen:
                 seen[key] = [r for r in self._resolve(path, module) if r[2] != AREA_CORE]
             kind: Kind = "module" if module else "frame"
-            hits.extend(AreaHit(engine, relative, family, kind, index, in_block, function)
-                        for engine, relative, family in seen[key])
+            hits.extend(
+                AreaHit(engine, relative, family, kind, index, in_block, function)
+                for engine, relative, family in seen[key]
+            )
         return hits
 
     def _resolve(self, path: str, module: bool) -> list[tuple[str, str, str]]:

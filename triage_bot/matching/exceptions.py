@@ -26,38 +26,101 @@ from triage_bot.text.normalize import Normalized
 
 ENGINE_PACKAGES = {"vllm": "vllm", "sglang": "sglang", "trtllm": "tensorrt_llm"}
 # the import name -> the name pip knows it by, where they differ
-PIP_NAMES = {"tensorrt_llm": "tensorrt_llm", "sgl_kernel": "sgl-kernel", "flashinfer": "flashinfer-python",
-             "flash_attn": "flash-attn", "huggingface_hub": "huggingface_hub", "vllm_ascend": "vllm-ascend",
-             "google": "protobuf", "PIL": "pillow", "cv2": "opencv-python", "yaml": "pyyaml"}
+PIP_NAMES = {
+    "tensorrt_llm": "tensorrt_llm",
+    "sgl_kernel": "sgl-kernel",
+    "flashinfer": "flashinfer-python",
+    "flash_attn": "flash-attn",
+    "huggingface_hub": "huggingface_hub",
+    "vllm_ascend": "vllm-ascend",
+    "google": "protobuf",
+    "PIL": "pillow",
+    "cv2": "opencv-python",
+    "yaml": "pyyaml",
+}
 # engine-internal plumbing that is not a library of its own
-NOT_A_LIBRARY = frozenset({"__main__", "builtins", "typing", "collections", "functools", "abc", "asyncio",
-                           "multiprocessing", "concurrent", "threading", "importlib", "inspect", "os", "sys",
-                           "json", "re", "dataclasses", "enum", "contextlib"})
+NOT_A_LIBRARY = frozenset(
+    {
+        "__main__",
+        "builtins",
+        "typing",
+        "collections",
+        "functools",
+        "abc",
+        "asyncio",
+        "multiprocessing",
+        "concurrent",
+        "threading",
+        "importlib",
+        "inspect",
+        "os",
+        "sys",
+        "json",
+        "re",
+        "dataclasses",
+        "enum",
+        "contextlib",
+    }
+)
 
 _EXCEPTION = re.compile(r"^(?:[A-Za-z_][\w.]*\.)?(?P<cls>[A-Z]\w*(?:Error|Exception))(?::\s*(?P<msg>.*))?$")
 # the same inside prose or markdown: "fails with **AttributeError: 'X' object has no attribute 'y'**"
-_EXCEPTION_INLINE = re.compile(r"(?:^|[\s*`'\"(>])(?:[A-Za-z_][\w.]*\.)?(?P<cls>[A-Z]\w*(?:Error|Exception)): (?P<msg>.+)")
+_EXCEPTION_INLINE = re.compile(
+    r"(?:^|[\s*`'\"(>])(?:[A-Za-z_][\w.]*\.)?(?P<cls>[A-Z]\w*(?:Error|Exception)): (?P<msg>.+)"
+)
 _IMPORT_NAME = re.compile(r"cannot import name '(?P<name>[\w.]+)' from '(?P<module>[\w.]+)'")
 _MODULE_ATTR = re.compile(r"module '(?P<module>[\w.]+)' has no attribute '(?P<name>\w+)'")
 _OBJECT_ATTR = re.compile(r"'(?P<cls>[\w.]+)' object has no attribute '(?P<name>\w+)'")
-_ARGUMENTS = re.compile(r"(?P<callee>[\w.<>]+)\(\) (?:got an unexpected keyword argument '(?P<name>\w+)'"
-                        r"|missing \d+ required (?:positional|keyword-only) arguments?|takes \d+ positional arguments?"
-                        r"|got multiple values for argument)")
+_ARGUMENTS = re.compile(
+    r"(?P<callee>[\w.<>]+)\(\) (?:got an unexpected keyword argument '(?P<name>\w+)'"
+    r"|missing \d+ required (?:positional|keyword-only) arguments?|takes \d+ positional arguments?"
+    r"|got multiple values for argument)"
+)
 # transformers' classes are named after the model: Qwen2Config, Qwen2VLProcessor. Tokenizer objects
 # are the tokenizer area's own (component.tokenizer), whichever release changed them.
-_HF_CLASS = re.compile(r"^(?:[A-Z][A-Za-z0-9]*)?(?:Config|Processor|ImageProcessor|ImageProcessorFast"
-                       r"|FeatureExtractor|VideoProcessor|PreTrainedModel|GenerationConfig)$")
-_TOKENIZER_CLASS = re.compile(r"^(?:[A-Z][A-Za-z0-9]*)?(?:TokenizerFast|Tokenizer|TokenizerBase|TokenizerWrapper)$")
+_HF_CLASS = re.compile(
+    r"^(?:[A-Z][A-Za-z0-9]*)?(?:Config|Processor|ImageProcessor|ImageProcessorFast"
+    r"|FeatureExtractor|VideoProcessor|PreTrainedModel|GenerationConfig)$"
+)
+_TOKENIZER_CLASS = re.compile(
+    r"^(?:[A-Z][A-Za-z0-9]*)?(?:TokenizerFast|Tokenizer|TokenizerBase|TokenizerWrapper)$"
+)
 # the engines' own config objects are named like transformers' but are the engine's (skew with a plugin, or a bug)
-_ENGINE_CLASSES = frozenset({"VllmConfig", "ModelConfig", "CacheConfig", "ParallelConfig", "SchedulerConfig",
-                             "DeviceConfig", "LoadConfig", "LoRAConfig", "SpeculativeConfig", "CompilationConfig",
-                             "ObservabilityConfig", "KVTransferConfig", "KVEventsConfig", "DecodingConfig",
-                             "StructuredOutputsConfig", "MultiModalConfig", "PoolerConfig", "ServerArgs",
-                             "PortArgs", "LlmArgs", "TorchLlmArgs", "TrtLlmArgs", "ExecutorConfig", "BuildConfig",
-                             "KvCacheConfig", "PretrainedConfig"})
+_ENGINE_CLASSES = frozenset(
+    {
+        "VllmConfig",
+        "ModelConfig",
+        "CacheConfig",
+        "ParallelConfig",
+        "SchedulerConfig",
+        "DeviceConfig",
+        "LoadConfig",
+        "LoRAConfig",
+        "SpeculativeConfig",
+        "CompilationConfig",
+        "ObservabilityConfig",
+        "KVTransferConfig",
+        "KVEventsConfig",
+        "DecodingConfig",
+        "StructuredOutputsConfig",
+        "MultiModalConfig",
+        "PoolerConfig",
+        "ServerArgs",
+        "PortArgs",
+        "LlmArgs",
+        "TorchLlmArgs",
+        "TrtLlmArgs",
+        "ExecutorConfig",
+        "BuildConfig",
+        "KvCacheConfig",
+        "PretrainedConfig",
+    }
+)
 # a model implementation's own class (vLLM, SGLang and transformers name them alike)
-_MODEL_CLASS = re.compile(r"^[A-Z]\w*For(?:CausalLM|ConditionalGeneration|SequenceClassification|TokenClassification"
-                          r"|QuestionAnswering|MaskedLM|Embedding|TextEncoding|SpeechSeq2Seq|CTC|ImageTextToText)$")
+_MODEL_CLASS = re.compile(
+    r"^[A-Z]\w*For(?:CausalLM|ConditionalGeneration|SequenceClassification|TokenClassification"
+    r"|QuestionAnswering|MaskedLM|Embedding|TextEncoding|SpeechSeq2Seq|CTC|ImageTextToText)$"
+)
 # a submodule of a package that is installed: the package is another release than the engine expects
 _DOTTED_MISSING = re.compile(r"No module named '(?P<module>[A-Za-z_]\w*\.[\w.]+)'")
 _SITE = re.compile(r"(?:site|dist)-packages/(?P<pkg>[A-Za-z_][\w]*)/")
@@ -82,8 +145,11 @@ class Skew:
     other_version: str = ""
 
     def values(self) -> dict[str, object]:
-        out: dict[str, object] = {"skew_package": PIP_NAMES.get(self.package, self.package),
-                                  "skew_other": PIP_NAMES.get(self.other, self.other), "skew_name": self.name}
+        out: dict[str, object] = {
+            "skew_package": PIP_NAMES.get(self.package, self.package),
+            "skew_other": PIP_NAMES.get(self.other, self.other),
+            "skew_name": self.name,
+        }
         if self.package_version:
             out["skew_package_version"] = self.package_version
         if self.other_version:
@@ -96,7 +162,11 @@ def read_exception(norm: Normalized) -> RaisedException | None:
     quoted in prose or markdown counts when no line states one on its own)."""
     inline: RaisedException | None = None
     for line in norm.lines:
-        if line.is_frame or len(line.text) > 2000 or ("Error" not in line.text and "Exception" not in line.text):
+        if (
+            line.is_frame
+            or len(line.text) > 2000
+            or ("Error" not in line.text and "Exception" not in line.text)
+        ):
             continue
         if WRAPPER_LINES.search(line.text):
             continue
@@ -144,11 +214,20 @@ def version_skew(norm: Normalized, raised: RaisedException, engine: str | None) 
         elif (obj := _OBJECT_ATTR.search(message)) is not None:
             cls = obj.group("cls").rsplit(".", 1)[-1]
             if _HF_CLASS.match(cls) and cls not in _ENGINE_CLASSES:
-                skew = ("transformers", caller if caller and caller != "transformers" else engine_pkg, obj.group("name"))
+                skew = (
+                    "transformers",
+                    caller if caller and caller != "transformers" else engine_pkg,
+                    obj.group("name"),
+                )
     elif raised.cls == "TypeError" and (args := _ARGUMENTS.search(message)) is not None:
         callee = args.group("callee").split(".", 1)[0]
         name = args.group("name") or args.group("callee")
-        if frames and caller and caller not in (engine_pkg, *ENGINE_PACKAGES.values()) and caller not in NOT_A_LIBRARY:
+        if (
+            frames
+            and caller
+            and caller not in (engine_pkg, *ENGINE_PACKAGES.values())
+            and caller not in NOT_A_LIBRARY
+        ):
             skew = (caller, engine_pkg or _first_engine(frames), name)  # raised inside another package's code
         elif _HF_CLASS.match(callee) and callee not in _ENGINE_CLASSES:
             skew = ("transformers", engine_pkg or _first_engine(frames), name)

@@ -32,7 +32,53 @@ _NUM = re.compile(r"\d+(?:\.\d+)?")
 _SPACE = re.compile(r"\s+")
 _TOKEN = re.compile(r"[a-z_][a-z_]{3,}")
 _STOP = frozenset(
-    ["this", "that", "with", "from", "have", "when", "were", "will", "your", "than", "then", "there", "their", "which", "while", "into", "only", "also", "more", "most", "other", "some", "such", "these", "those", "what", "been", "being", "does", "done", "please", "check", "error", "errors", "line", "file", "none", "true", "false", "self", "return", "value", "values", "using", "used"]
+    [
+        "this",
+        "that",
+        "with",
+        "from",
+        "have",
+        "when",
+        "were",
+        "will",
+        "your",
+        "than",
+        "then",
+        "there",
+        "their",
+        "which",
+        "while",
+        "into",
+        "only",
+        "also",
+        "more",
+        "most",
+        "other",
+        "some",
+        "such",
+        "these",
+        "those",
+        "what",
+        "been",
+        "being",
+        "does",
+        "done",
+        "please",
+        "check",
+        "error",
+        "errors",
+        "line",
+        "file",
+        "none",
+        "true",
+        "false",
+        "self",
+        "return",
+        "value",
+        "values",
+        "using",
+        "used",
+    ]
 )
 
 
@@ -127,7 +173,9 @@ def compile_kb(kb: KnowledgeBase) -> CompiledKB:
                 choices.append(masked)
                 owner.append(index)
 
-    compiled = CompiledKB(kb, list(kb.signatures), entries, patterns, engine_entries, engine_patterns, choices, owner)
+    compiled = CompiledKB(
+        kb, list(kb.signatures), entries, patterns, engine_entries, engine_patterns, choices, owner
+    )
     postings: dict[str, list[int]] = defaultdict(list)
     for choice_index, text in enumerate(choices):
         for token in tokens(text):

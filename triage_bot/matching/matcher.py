@@ -52,8 +52,19 @@ LAST_RESORT = "fallback.unexplained_crash"
 VERSION_SKEW = "install.dependency_version_mismatch"
 WEIGHT_LOADING = "component.weight_loading"
 # a crash in these functions of a model file is a checkpoint that does not fit the model's weights
-WEIGHT_LOADING_FUNCTIONS = frozenset({"load_weights", "_load_weights", "weight_loader", "load_state_dict",
-                                      "load_model", "_load_model", "load_weight", "_load_w13", "_load_w2"})
+WEIGHT_LOADING_FUNCTIONS = frozenset(
+    {
+        "load_weights",
+        "_load_weights",
+        "weight_loader",
+        "load_state_dict",
+        "load_model",
+        "_load_model",
+        "load_weight",
+        "_load_w13",
+        "_load_w2",
+    }
+)
 WEAK_CONFIDENCE = 0.72  # a failure inferred from context: a good explicit answer, never passive
 FUZZY_STRONG = 88.0  # with the engine agreeing, a fuzzy match this close may be answered unprompted
 PREFILTER_CHOICES = 8  # per candidate line: the messages sharing its rarest words
@@ -86,7 +97,9 @@ class MatchResult:
         p = self.primary
         if p is None or not p.sig.passive or p.confidence < PASSIVE_THRESHOLD:
             return False
-        if p.sig.needs_engine and (self.engine is None or (p.sig.engine in ENGINES and self.engine != p.sig.engine)):
+        if p.sig.needs_engine and (
+            self.engine is None or (p.sig.engine in ENGINES and self.engine != p.sig.engine)
+        ):
             return False  # for engine-neutral signatures: some engine must show in the paste
         if looks_like_chat(self.normalized, p.line, p.span):
             return False  # someone talking about an error ("fixed it, the OOM was ...") is not a paste
@@ -109,15 +122,20 @@ class Matcher:
         self.last_resort = compiled.kb.get(LAST_RESORT)
 
     # -- stages -----------------------------------------------------------------------------
-    def _detect_engine(self, norm: Normalized, hits: dict[int, list[Hit]]) -> tuple[str | None, dict[str, float]]:
+    def _detect_engine(
+        self, norm: Normalized, hits: dict[int, list[Hit]]
+    ) -> tuple[str | None, dict[str, float]]:
         scores: dict[str, float] = defaultdict(float)
         # a link into an engine's source tree (github.com/vllm-project/...) is not that engine running
         for entry in self.c.scan_engines(_URL.sub(" ", norm.prefixed)):
             scores[entry.engine] += entry.weight
         # a failure message that only one engine prints is the strongest evidence that it runs,
         # whatever else the paste names (another engine's logs, a pip list, a question)
-        stated = {self.c.signatures[i].engine for i, sig_hits in hits.items()
-                  if self._states_engine_failure(self.c.signatures[i], sig_hits)}
+        stated = {
+            self.c.signatures[i].engine
+            for i, sig_hits in hits.items()
+            if self._states_engine_failure(self.c.signatures[i], sig_hits)
+        }
         for engine in stated:
             scores[engine] += MESSAGE_ENGINE_WEIGHT
         if len(stated) == 1:
@@ -135,8 +153,13 @@ class Matcher:
     def _states_engine_failure(sig: Signature, sig_hits: list[Hit]) -> bool:
         """One engine's own failure message, in its own words: not a wrapper, not from context, and
         not a message that other software prints too (`needs_engine`: CUDA, PyTorch, MPI, Ray)."""
-        return (sig.engine in ENGINES and not sig.wrapper and not sig.is_family and not sig.needs_engine
-                and any(not h.weak for h in sig_hits))
+        return (
+            sig.engine in ENGINES
+            and not sig.wrapper
+            and not sig.is_family
+            and not sig.needs_engine
+            and any(not h.weak for h in sig_hits)
+        )
 
     def _hits(self, norm: Normalized, fired: list[tuple[int, Fired]]) -> dict[int, list[Hit]]:
         hits: dict[int, list[Hit]] = defaultdict(list)
@@ -151,7 +174,9 @@ class Matcher:
             )
         return hits
 
-    def _family_scores(self, norm: Normalized, fired: list[tuple[int, Fired]]) -> dict[int, tuple[float, list[str]]]:
+    def _family_scores(
+        self, norm: Normalized, fired: list[tuple[int, Fired]]
+    ) -> dict[int, tuple[float, list[str]]]:
         scores: dict[int, float] = defaultdict(float)
         clues: dict[int, list[str]] = defaultdict(list)
         for i, _ in fired:
@@ -176,8 +201,9 @@ class Matcher:
                 continue
             penalty = 0.0 if not cand.wrapper else 15.0
             choices = [self.c.choices[i] for i in chosen]
-            for _, raw, position in process.extract(query, choices, scorer=fuzz.partial_ratio,
-                                                    score_cutoff=RESEMBLANCE_FLOOR, limit=None):
+            for _, raw, position in process.extract(
+                query, choices, scorer=fuzz.partial_ratio, score_cutoff=RESEMBLANCE_FLOOR, limit=None
+            ):
                 # partial_ratio finds a short line inside any long message: scale by the shorter
                 # length so that "failed" alone cannot look like a perfect match
                 shorter = min(len(query), len(choices[position]))
@@ -219,12 +245,20 @@ class Matcher:
             # the files named in log prefixes are family evidence too (a frame the logger printed)
             sources = "\n".join(f"log source: {name}" for name in norm.log_sources)
             seen = {i for i, _ in fired}
-            fired += [(i, m) for i, m in self.c.scan(sources) if i not in seen and self.c.entries[i].kind == "evidence"]
+            fired += [
+                (i, m)
+                for i, m in self.c.scan(sources)
+                if i not in seen and self.c.entries[i].kind == "evidence"
+            ]
         hits = self._hits(norm, fired)
         engine, engine_scores = self._detect_engine(norm, hits)
         gvalues = global_values(norm.text)
-        found = Found(engine, last_resort=self.last_resort, failure_signal=lambda: reports_a_problem(norm),
-                      values=gvalues)
+        found = Found(
+            engine,
+            last_resort=self.last_resort,
+            failure_signal=lambda: reports_a_problem(norm),
+            values=gvalues,
+        )
         families = self._family_scores(norm, fired)
         family_values = self._area_and_exception(norm, engine, families)
         self._score_specific(norm, hits, families, gvalues, found)
@@ -255,9 +289,14 @@ class Matcher:
         )
 
     # -- scoring: every candidate of each kind, ranked ------------------------------------------
-    def _score_specific(self, norm: Normalized, hits: dict[int, list[Hit]],
-                        families: dict[int, tuple[float, list[str]]], gvalues: dict[str, object],
-                        found: Found) -> None:
+    def _score_specific(
+        self,
+        norm: Normalized,
+        hits: dict[int, list[Hit]],
+        families: dict[int, tuple[float, list[str]]],
+        gvalues: dict[str, object],
+        found: Found,
+    ) -> None:
         """Specific and wrapper matches, ranked by `specific_rank`; a family's own pattern adds to its evidence."""
         sigs = self.c.signatures
         specific: list[tuple[tuple[object, ...], Scored]] = []
@@ -293,8 +332,9 @@ class Matcher:
         found.specific = [s for _, s in sorted(specific, key=lambda kv: kv[0], reverse=True)]
         found.wrappers = [s for _, s in sorted(wrappers, key=lambda kv: kv[0], reverse=True)]
 
-    def _area_and_exception(self, norm: Normalized, engine: str | None,
-                            families: dict[int, tuple[float, list[str]]]) -> dict[int, dict[str, object]]:
+    def _area_and_exception(
+        self, norm: Normalized, engine: str | None, families: dict[int, tuple[float, list[str]]]
+    ) -> dict[int, dict[str, object]]:
         """Family evidence from where the crash happened (areas.py) and what its exception means
         (exceptions.py); returns the values each family's answer can quote (the file, the model,
         the two packages that disagree)."""
@@ -314,7 +354,12 @@ class Matcher:
         if named is not None:
             area, cls = named
             if area == AREA_MODEL:
-                add(LAST_RESORT, AREA_WEIGHT, f"exception: {cls} (a model class) lacks an attribute", {"area_model": cls})
+                add(
+                    LAST_RESORT,
+                    AREA_WEIGHT,
+                    f"exception: {cls} (a model class) lacks an attribute",
+                    {"area_model": cls},
+                )
             else:
                 add(area, AREA_WEIGHT, f"exception: {cls} object lacks an attribute", {})
         elif decider is not None:
@@ -324,21 +369,33 @@ class Matcher:
                 area_values["area_model"] = decider.model
                 family = WEIGHT_LOADING if decider.function in WEIGHT_LOADING_FUNCTIONS else LAST_RESORT
             # a paste cut inside the frames hides the frame that raised: the last visible one only hints
-            add(family, AREA_WEIGHT_CUT if looks_cut(norm) else AREA_WEIGHT, f"area: {decider.path}", area_values)
+            add(
+                family,
+                AREA_WEIGHT_CUT if looks_cut(norm) else AREA_WEIGHT,
+                f"area: {decider.path}",
+                area_values,
+            )
         skew = version_skew(norm, raised, engine) if raised is not None else None
         skew = skew or (missing_submodule(norm, engine) if "No module named" in norm.text else None)
         if skew is not None:
             add(VERSION_SKEW, SKEW_WEIGHT, f"version skew: {skew.package} vs {skew.other}", skew.values())
         return values
 
-    def _score_families(self, families: dict[int, tuple[float, list[str]]], gvalues: dict[str, object],
-                        family_values: dict[int, dict[str, object]], found: Found) -> None:
+    def _score_families(
+        self,
+        families: dict[int, tuple[float, list[str]]],
+        gvalues: dict[str, object],
+        family_values: dict[int, dict[str, object]],
+        found: Found,
+    ) -> None:
         """Recognised families and guesses, ranked by `family_rank`, admitted by `family_admission`."""
         sigs = self.c.signatures
         scores = sorted((v[0] for k, v in families.items() if sigs[k].is_family), reverse=True)
         # an exact tie goes to the family listed first in the knowledge files, never to the order
         # in which patterns happened to fire
-        ranked = sorted(families.items(), key=lambda kv: (*family_rank(sigs[kv[0]], kv[1][0]), -kv[0]), reverse=True)
+        ranked = sorted(
+            families.items(), key=lambda kv: (*family_rank(sigs[kv[0]], kv[1][0]), -kv[0]), reverse=True
+        )
         for sig_index, (score, clues) in ranked:
             sig = sigs[sig_index]
             if not sig.is_family:
@@ -346,16 +403,23 @@ class Matcher:
             admitted = family_admission(sig, score, found.engine)
             if admitted is None:
                 continue
-            rival = scores[1] if score == scores[0] and len(scores) > 1 else (scores[0] if score != scores[0] else 0.0)
+            rival = (
+                scores[1]
+                if score == scores[0] and len(scores) > 1
+                else (scores[0] if score != scores[0] else 0.0)
+            )
             confidence = family_confidence(score, len(set(clues)), score - rival)
-            scored = Scored(sig, "evidence", confidence, None,
-                            {**gvalues, **family_values.get(sig_index, {})}, clues)
+            scored = Scored(
+                sig, "evidence", confidence, None, {**gvalues, **family_values.get(sig_index, {})}, clues
+            )
             (found.families if admitted == "recognised" else found.guesses).append(scored)
 
     def _score_fuzzy(self, norm: Normalized, engine: str | None, gvalues: dict[str, object]) -> list[Scored]:
         """The five closest resemblances, best first; a resemblance to another engine's message is no evidence."""
         ranked: list[Scored] = []
-        for sig_index, (score, line) in sorted(self._fuzzy(norm).items(), key=lambda kv: kv[1][0], reverse=True)[:5]:
+        for sig_index, (score, line) in sorted(
+            self._fuzzy(norm).items(), key=lambda kv: kv[1][0], reverse=True
+        )[:5]:
             sig = self.c.signatures[sig_index]
             fit = engine_fit(sig, engine)
             if fit < 0:

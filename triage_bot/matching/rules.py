@@ -216,8 +216,14 @@ RULES: tuple[Callable[[Found], Decision | None], ...] = (
     family_guess,
     any_failure_gets_the_protocol,
 )
-ORDERS: tuple[Callable[..., object], ...] = (engine_fit, specific_rank, band, family_rank, family_admission,
-                                             family_confidence)
+ORDERS: tuple[Callable[..., object], ...] = (
+    engine_fit,
+    specific_rank,
+    band,
+    family_rank,
+    family_admission,
+    family_confidence,
+)
 
 
 def decide(found: Found, rules: Sequence[Callable[[Found], Decision | None]] = RULES) -> Decision | None:

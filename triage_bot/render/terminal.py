@@ -34,14 +34,18 @@ def answer_renderable(answer: Answer) -> Panel:
     header = Text()
     header.append(f"{m.title}\n", style="bold")
     header.append(f"{m.id}", style="cyan")
-    header.append(f" · {m.engine} · {m.severity} · confidence {m.confidence:.0%} ({confidence_word(m.confidence)})")
+    header.append(
+        f" · {m.engine} · {m.severity} · confidence {m.confidence:.0%} ({confidence_word(m.confidence)})"
+    )
     parts.append(header)
     if m.line:
         parts.append(Text("matched: ", style="dim") + Text(m.line))
     if answer.note:
         parts.append(Text(answer.note, style="yellow"))
     if answer.family:
-        parts.append(Text(f"Area from the frames: {answer.family.id} ({answer.family.title})", style="magenta"))
+        parts.append(
+            Text(f"Area from the frames: {answer.family.id} ({answer.family.title})", style="magenta")
+        )
     if answer.cause:
         parts.append(Text("\nWhy", style="bold underline"))
         parts.append(Text(answer.cause))
@@ -69,7 +73,9 @@ def answer_renderable(answer: Answer) -> Panel:
         parts.append(Text("\nAlso in this paste: " + ", ".join(o.id for o in answer.others), style="dim"))
     if answer.docs:
         parts.append(Text("\nDocs: " + "  ".join(answer.docs), style="dim"))
-    return Panel(Group(*parts), title=escape("triage-bot"), border_style="green" if m.confidence >= 0.8 else "yellow")
+    return Panel(
+        Group(*parts), title=escape("triage-bot"), border_style="green" if m.confidence >= 0.8 else "yellow"
+    )
 
 
 def print_answer(answer: Answer, console: Console | None = None) -> None:

@@ -196,8 +196,10 @@ class SlackBot:
         """Finish the work in flight, then stop the sweepers."""
         self._stop.set()
         if not self.deps.executor.wait_idle(timeout):
-            log.warning("stopping with %s Slack jobs still running (their requests stay in the inbox)",
-                        self.deps.executor.in_flight)
+            log.warning(
+                "stopping with %s Slack jobs still running (their requests stay in the inbox)",
+                self.deps.executor.in_flight,
+            )
         self.deps.delivery.stop()
         if self._inbox_thread is not None:
             self._inbox_thread.join(timeout)
@@ -229,19 +231,34 @@ def open_inbox(config: SlackConfig, history: HistoryStore | None) -> Inbox | Non
         shared = history.session_factory.kw["bind"] if history is not None else None
         if shared is not None:
             try:
-                inbox_metadata.create_all(shared, checkfirst=True)  # Alembic 0004 owns it; tests and a first run
+                inbox_metadata.create_all(
+                    shared, checkfirst=True
+                )  # Alembic 0004 owns it; tests and a first run
             except Exception as exc:
-                log.warning("cannot create the shared inbox table (%s): the local inbox takes every request", exc)
-        return Inbox(shared, local_engine(path), replica=config.replica_id,
-                     lease=timedelta(seconds=config.inbox_lease_s), pending_grace=timedelta(seconds=config.inbox_grace_s))
+                log.warning(
+                    "cannot create the shared inbox table (%s): the local inbox takes every request", exc
+                )
+        return Inbox(
+            shared,
+            local_engine(path),
+            replica=config.replica_id,
+            lease=timedelta(seconds=config.inbox_lease_s),
+            pending_grace=timedelta(seconds=config.inbox_grace_s),
+        )
     except Exception as exc:
         log.error("the inbox is unavailable (%s): a crash after an ack can lose that request", exc)
         return None
 
 
-def build(config: SlackConfig, *, triager: Triager | None = None, history: HistoryStore | None = None,
-          integrations: Integrations | None = None, http: bool = True,
-          use_history: bool = True) -> SlackBot:
+def build(
+    config: SlackConfig,
+    *,
+    triager: Triager | None = None,
+    history: HistoryStore | None = None,
+    integrations: Integrations | None = None,
+    http: bool = True,
+    use_history: bool = True,
+) -> SlackBot:
     """The app with every surface registered. `history=None` opens DATABASE_URL unless `use_history` is False."""
     from triage_bot.slack.listeners import register_all
 
@@ -272,12 +289,21 @@ def build(config: SlackConfig, *, triager: Triager | None = None, history: Histo
         logger=BOLT_LOGGER,
     )
     triager = triager or default_triager()
-    job = TriageJob(triager, history, FileReader(config.file_max_bytes, config.files_per_message, config.api_url))
+    job = TriageJob(
+        triager, history, FileReader(config.file_max_bytes, config.files_per_message, config.api_url)
+    )
     integrations = integrations or Integrations(history=history)
     deps = Deps(
-        config=config, job=job, commands=Commands(job, history, config, integrations),
-        delivery=Delivery(config, store, client), history=history, store=store, integrations=integrations,
-        surfaces=Surfaces(), executor=executor, inbox=inbox,
+        config=config,
+        job=job,
+        commands=Commands(job, history, config, integrations),
+        delivery=Delivery(config, store, client),
+        history=history,
+        store=store,
+        integrations=integrations,
+        surfaces=Surfaces(),
+        executor=executor,
+        inbox=inbox,
     )
     register_all(app, deps)
     bot = SlackBot(app, deps)
@@ -285,7 +311,9 @@ def build(config: SlackConfig, *, triager: Triager | None = None, history: Histo
         from triage_bot.health.alertmanager import AlertmanagerReceiver
         from triage_bot.slack.outputs import SlackNotifier
 
-        bot.alertmanager = AlertmanagerReceiver(history, SlackNotifier(deps.delivery, config.alert_channel), triager)
+        bot.alertmanager = AlertmanagerReceiver(
+            history, SlackNotifier(deps.delivery, config.alert_channel), triager
+        )
     if history is not None:
         bot.readiness.add("database", database_check(history))
     bot.readiness.add("slack", deps.delivery.slack_status)

@@ -94,7 +94,9 @@ def context(*parts: str) -> dict[str, Any]:
     return {"type": "context", "elements": elements or [mrkdwn(" ")]}
 
 
-def button(label: str, action_id: str, value: dict[str, Any] | str, style: str | None = None) -> dict[str, Any]:
+def button(
+    label: str, action_id: str, value: dict[str, Any] | str, style: str | None = None
+) -> dict[str, Any]:
     raw = value if isinstance(value, str) else json.dumps(value, separators=(",", ":"))
     if len(raw) > MAX_BUTTON_VALUE:
         raise ValueError(f"button value of {len(raw)} characters is over Slack's {MAX_BUTTON_VALUE}")
@@ -117,7 +119,9 @@ def code_block(lines: Iterable[str], limit: int = MAX_SECTION) -> str:
 
 def _block_text(block: dict[str, Any]) -> int:
     size = len(block.get("text", {}).get("text", "")) if isinstance(block.get("text"), dict) else 0
-    return size + sum(len(e.get("text", "")) for e in block.get("elements", []) if isinstance(e.get("text"), str))
+    return size + sum(
+        len(e.get("text", "")) for e in block.get("elements", []) if isinstance(e.get("text"), str)
+    )
 
 
 class _Budget:
@@ -149,8 +153,14 @@ class _Budget:
 def first_sentence(text: str, limit: int = 300) -> str:
     """One line of cause: the first sentence, whole words, at most `limit` characters."""
     text = " ".join(text.split())
-    end = next((i + 1 for i, ch in enumerate(text) if ch == "." and (i + 1 == len(text) or text[i + 1] == " ")
-                and i >= 10), len(text))
+    end = next(
+        (
+            i + 1
+            for i, ch in enumerate(text)
+            if ch == "." and (i + 1 == len(text) or text[i + 1] == " ") and i >= 10
+        ),
+        len(text),
+    )
     return truncate(text[:end], limit)
 
 
@@ -191,7 +201,9 @@ def details_message(sig: Any, engine: str | None) -> Message:
         budget.add(section("*FAQ*\n" + escape(" ".join(sig.faq.split()))))
     if sig.docs:
         budget.add(context("Docs: " + "  ".join(escape(d) for d in list(sig.docs)[:8])))
-    return Message(text=truncate(f"{sig.title}: details", MAX_FALLBACK), blocks=budget.finish(), cut=budget.cut)
+    return Message(
+        text=truncate(f"{sig.title}: details", MAX_FALLBACK), blocks=budget.finish(), cut=budget.cut
+    )
 
 
 def _recovery_blocks(recovery: str) -> list[dict[str, Any]]:
@@ -226,7 +238,9 @@ def _candidates(candidates: Sequence[Candidate]) -> str:
     return "\n".join(f"• `{escape(c.id)}` {escape(c.title)} ({c.confidence:.0%})" for c in candidates)
 
 
-def answer_actions(incident_id: int | None, signature_id: str | None, engine: str | None = None) -> dict[str, Any]:
+def answer_actions(
+    incident_id: int | None, signature_id: str | None, engine: str | None = None
+) -> dict[str, Any]:
     """Acknowledge · Resolved · Wrong match · Helpful · Details; the value carries the incident and the signature."""
     value = {"i": incident_id, "s": signature_id}
     elements = [
@@ -268,7 +282,9 @@ def answer_message(
         if answer.candidates:
             budget.add(section("*Nearest candidates*\n" + _candidates(answer.candidates)))
         else:
-            budget.add(context("Paste the first error line of the log, or try `/triage search &lt;words&gt;`."))
+            budget.add(
+                context("Paste the first error line of the log, or try `/triage search &lt;words&gt;`.")
+            )
         for note in extra:
             budget.add(context(note))
         return Message(text=fallback, blocks=budget.finish(tail), cut=budget.cut)
@@ -279,8 +295,14 @@ def answer_message(
     summary = f"{m.title} ({m.id}, confidence {m.confidence:.0%})"
     fallback = truncate(f"{answer.commands[0]} | {summary}" if answer.commands else summary, MAX_FALLBACK)
     budget.add(header(m.title))
-    budget.add(context(f"`{escape(m.id)}`", escape(m.engine), f"severity {escape(m.severity)}",
-                       f"confidence {m.confidence:.0%} ({word})"))
+    budget.add(
+        context(
+            f"`{escape(m.id)}`",
+            escape(m.engine),
+            f"severity {escape(m.severity)}",
+            f"confidence {m.confidence:.0%} ({word})",
+        )
+    )
     fix = fix_section(answer.recovery, answer.commands)
     if fix is not None:
         budget.add(fix)
@@ -295,7 +317,9 @@ def answer_message(
     for note in extra:
         budget.add(context(note))
     if answer.family:
-        budget.add(context(f"Area from the frames: `{escape(answer.family.id)}` {escape(answer.family.title)}"))
+        budget.add(
+            context(f"Area from the frames: `{escape(answer.family.id)}` {escape(answer.family.title)}")
+        )
     if answer.protocol and not answer.commands:
         budget.add(section("*Confirm*\n" + "\n".join(f"• {escape(i)}" for i in answer.protocol.confirm[:4])))
     if answer.others:
@@ -304,7 +328,9 @@ def answer_message(
 
 
 def repeat_line(repeat: Repeat) -> str:
-    parts = [f":repeat: Seen {repeat.count} time{'s' if repeat.count != 1 else ''} since {_when(repeat.since)}"]
+    parts = [
+        f":repeat: Seen {repeat.count} time{'s' if repeat.count != 1 else ''} since {_when(repeat.since)}"
+    ]
     if repeat.last_resolved_by:
         # the resolver's id as inert text: a repeat must not ping the person who fixed it last time
         resolved = f"last resolved by {escape(repeat.last_resolved_by)}"

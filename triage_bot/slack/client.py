@@ -66,7 +66,9 @@ class RateLimitHandler(RetryHandler):
             return False
         return parse_retry_after(header(response.headers, "retry-after")) <= INLINE_WAIT_MAX_S
 
-    def prepare_for_next_attempt(self, *, state: Any, request: Any, response: Any = None, error: Any = None) -> None:
+    def prepare_for_next_attempt(
+        self, *, state: Any, request: Any, response: Any = None, error: Any = None
+    ) -> None:
         if response is None:
             raise error
         state.next_attempt_requested = True
@@ -81,11 +83,15 @@ def retry_handlers(config: SlackConfig) -> list[RetryHandler]:
     if config.rate_limit_retries:
         handlers.append(RateLimitHandler(max_retry_count=config.rate_limit_retries))
     if config.server_error_retries:
-        handlers.append(ServerErrorRetryHandler(max_retry_count=config.server_error_retries,
-                                                interval_calculator=backoff))
+        handlers.append(
+            ServerErrorRetryHandler(max_retry_count=config.server_error_retries, interval_calculator=backoff)
+        )
     if config.connection_retries:
-        handlers.append(ConnectionErrorRetryHandler(max_retry_count=config.connection_retries,
-                                                    interval_calculator=backoff))
+        handlers.append(
+            ConnectionErrorRetryHandler(
+                max_retry_count=config.connection_retries, interval_calculator=backoff
+            )
+        )
     return handlers
 
 

@@ -45,9 +45,23 @@ HELP_LINES = [
     ("`/triage unmute <number>`", "end a mute now (admins)"),
     ("`/triage help`", "this help"),
 ]
-HISTORY_ENGINES = ("generic", "triton")  # besides the knowledge base's engines: what incidents are filed under
-SUBCOMMANDS = ("help", "history", "status", "digest", "faq", "engines", "search", "resolve", "mute", "mutes",
-               "unmute")
+HISTORY_ENGINES = (
+    "generic",
+    "triton",
+)  # besides the knowledge base's engines: what incidents are filed under
+SUBCOMMANDS = (
+    "help",
+    "history",
+    "status",
+    "digest",
+    "faq",
+    "engines",
+    "search",
+    "resolve",
+    "mute",
+    "mutes",
+    "unmute",
+)
 ADMIN_ONLY = ("resolve", "mute", "unmute")
 _DURATION = re.compile(r"^(\d+(?:\.\d+)?)\s*(m|min|mins|minutes?|h|hrs?|hours?|d|days?|w|weeks?)$")
 _UNITS = {"m": 60, "h": 3600, "d": 86400, "w": 604800}
@@ -74,7 +88,11 @@ class Result:
 def help_message(prefix: str = "", command: str = "/triage") -> Message:
     lines = [f"{escape(usage.replace('/triage', command))} — {what}" for usage, what in HELP_LINES]
     title = "triage-bot"
-    body = (prefix + "\n\n" if prefix else "") + "Paste an engine error in a channel I'm in, or:\n" + "\n".join(lines)
+    body = (
+        (prefix + "\n\n" if prefix else "")
+        + "Paste an engine error in a channel I'm in, or:\n"
+        + "\n".join(lines)
+    )
     return text_message(title, body)
 
 
@@ -82,7 +100,8 @@ def refusal(subcommand: str) -> Message:
     return text_message(
         "Sorry, only the bot's admins can do that.",
         f"`{escape(subcommand)}` changes the incident history for everyone, so it is limited to the users "
-        "listed in `TRIAGE_ADMINS`. Ask one of them, or use the Helpful / Wrong match buttons.")
+        "listed in `TRIAGE_ADMINS`. Ask one of them, or use the Helpful / Wrong match buttons.",
+    )
 
 
 MAX_DURATION = timedelta(days=366)
@@ -106,15 +125,19 @@ def _number(args: str) -> int | None:
 
 
 def _no_history() -> Message:
-    return text_message("The incident history is not configured.", "Set `DATABASE_URL` and run "
-                        "`triage-bot db upgrade`.")
+    return text_message(
+        "The incident history is not configured.", "Set `DATABASE_URL` and run `triage-bot db upgrade`."
+    )
 
 
 def _unavailable(title: str) -> Message:
     """What a user sees when storage fails: no host, port or raw exception (those go to the log)."""
     log.exception(title)
-    return text_message(title, "The incident history's database is not answering. Try again in a minute; "
-                               "the bot keeps answering pastes meanwhile.")
+    return text_message(
+        title,
+        "The incident history's database is not answering. Try again in a minute; "
+        "the bot keeps answering pastes meanwhile.",
+    )
 
 
 def search_signatures(kb: Any, words: str, limit: int = 5) -> list[tuple[Any, float]]:
@@ -137,23 +160,40 @@ def search_signatures(kb: Any, words: str, limit: int = 5) -> list[tuple[Any, fl
 class Commands:
     """Runs one `/triage …` line for one user in one channel."""
 
-    def __init__(self, job: TriageJob, history: HistoryStore | None, config: SlackConfig, integrations: Integrations):
+    def __init__(
+        self, job: TriageJob, history: HistoryStore | None, config: SlackConfig, integrations: Integrations
+    ):
         self.job = job
         self.history = history
         self.config = config
         self.integrations = integrations
         self.handlers: dict[str, Callable[[str, str, str | None], Message]] = {
-            "history": self._history, "status": self._status, "digest": self._digest, "faq": self._faq,
-            "engines": self._engines, "search": self._search, "resolve": self._resolve, "mute": self._mute,
-            "mutes": self._mutes, "unmute": self._unmute,
+            "history": self._history,
+            "status": self._status,
+            "digest": self._digest,
+            "faq": self._faq,
+            "engines": self._engines,
+            "search": self._search,
+            "resolve": self._resolve,
+            "mute": self._mute,
+            "mutes": self._mutes,
+            "unmute": self._unmute,
         }
 
     @property
     def kb(self) -> KnowledgeBase:
         return self.job.triager.kb
 
-    def run(self, text: str, *, user: str, channel: str | None, key: str | None = None,
-            thread_ts: str | None = None, notes: list[str] | None = None) -> Result:
+    def run(
+        self,
+        text: str,
+        *,
+        user: str,
+        channel: str | None,
+        key: str | None = None,
+        thread_ts: str | None = None,
+        notes: list[str] | None = None,
+    ) -> Result:
         """`text` is plain (already converted from Slack's wire form); `notes` are mrkdwn lines for an answer."""
         text = text.strip()
         word, _, rest = text.partition(" ")
@@ -167,11 +207,12 @@ class Commands:
         triaged = self.job.run(text, channel=channel, thread_ts=thread_ts, user=user, key=key)
         triaged.notes.extend(notes or [])
         if triaged.answer.match is None and _WORD.match(text):
-            return Result(help_message(f"I don't know the subcommand `{escape(text)}`.", self.config.command), "help")
+            return Result(
+                help_message(f"I don't know the subcommand `{escape(text)}`.", self.config.command), "help"
+            )
         return Result(triaged.message(buttons=True), "answer", triaged)
 
     # -- subcommands -----------------------------------------------------------------------
-
 
     def _history(self, args: str, user: str, channel: str | None) -> Message:
         if self.history is None:
@@ -189,9 +230,11 @@ class Commands:
         known = list(dict.fromkeys([*ENGINES, *self.kb.engines, *HISTORY_ENGINES]))
         if engine is not None and engine not in known:
             # a typo must not read as "no incidents": say what the filter takes
-            return text_message(f"No engine `{escape(engine)}`.",
-                                f"Use one of {', '.join(f'`{e}`' for e in known)}, and a number of days: "
-                                f"`{self.config.command} history vllm 30d`.")
+            return text_message(
+                f"No engine `{escape(engine)}`.",
+                f"Use one of {', '.join(f'`{e}`' for e in known)}, and a number of days: "
+                f"`{self.config.command} history vllm 30d`.",
+            )
         try:
             incidents = self.history.history(engine=engine, days=days, limit=HISTORY_LIMIT)
         except Exception:
@@ -201,8 +244,10 @@ class Commands:
         lines = []
         for inc in incidents:
             where = f"<#{inc.target}>" if _CHANNEL_ID.match(inc.target or "") else escape(inc.target or "")
-            line = (f"`#{inc.id}` `{escape(inc.signature_id)}` · {escape(inc.engine)} · *{escape(inc.status)}* · "
-                    f"{inc.occurrence_count}× · last {inc.last_seen:%Y-%m-%d %H:%M} · {where}")
+            line = (
+                f"`#{inc.id}` `{escape(inc.signature_id)}` · {escape(inc.engine)} · *{escape(inc.status)}* · "
+                f"{inc.occurrence_count}× · last {inc.last_seen:%Y-%m-%d %H:%M} · {where}"
+            )
             if inc.resolved_by:
                 line += f" · resolved by {escape(inc.resolved_by)}"
             lines.append(line)
@@ -224,20 +269,25 @@ class Commands:
 
     def _faq(self, args: str, user: str, channel: str | None) -> Message:
         if not args:
-            return text_message("Ask a question after `faq`", f"For example `{self.config.command} faq what does "
-                                "gpu-memory-utilization mean`.")
+            return text_message(
+                "Ask a question after `faq`",
+                f"For example `{self.config.command} faq what does gpu-memory-utilization mean`.",
+            )
         hits = faq.search(self.kb, args)
         if not hits:
-            return text_message("No FAQ entry matches that question.",
-                                f"Try other words, `{self.config.command} search &lt;words&gt;` or "
-                                f"`{self.config.command} engines`.")
+            return text_message(
+                "No FAQ entry matches that question.",
+                f"Try other words, `{self.config.command} search &lt;words&gt;` or "
+                f"`{self.config.command} engines`.",
+            )
         best = hits[0]
         body = escape(best.answer)
         if best.docs:
             body += "\n" + "  ".join(escape(d) for d in best.docs[:5])
         related = [f"• {escape(h.question)}" for h in hits[1:]]
-        message = text_message(escape(best.question), body, fields=(["*Related*\n" + "\n".join(related)]
-                                                                     if related else []))
+        message = text_message(
+            escape(best.question), body, fields=(["*Related*\n" + "\n".join(related)] if related else [])
+        )
         return message
 
     def _engines(self, args: str, user: str, channel: str | None) -> Message:
@@ -253,20 +303,28 @@ class Commands:
 
     def _search(self, args: str, user: str, channel: str | None) -> Message:
         if not args:
-            return text_message("Give some words to search for", f"e.g. `{self.config.command} search kv cache`.")
+            return text_message(
+                "Give some words to search for", f"e.g. `{self.config.command} search kv cache`."
+            )
         found = search_signatures(self.kb, args)
-        lines = [f"`{escape(sig.id)}` {escape(sig.title)} ({escape(sig.engine)}, {escape(sig.severity)})"
-                 for sig, _score in found]
-        return lines_message(f"Signatures matching “{escape(truncate(args, 80))}”", lines,
-                             "No signature matches those words.")
+        lines = [
+            f"`{escape(sig.id)}` {escape(sig.title)} ({escape(sig.engine)}, {escape(sig.severity)})"
+            for sig, _score in found
+        ]
+        return lines_message(
+            f"Signatures matching “{escape(truncate(args, 80))}”", lines, "No signature matches those words."
+        )
 
     def _resolve(self, args: str, user: str, channel: str | None) -> Message:
         if self.history is None:
             return _no_history()
         raw = _number(args)
         if raw is None:
-            return text_message("Which incident?", f"Give its number, e.g. `{self.config.command} resolve 42` "
-                                f"(see `{self.config.command} history`).")
+            return text_message(
+                "Which incident?",
+                f"Give its number, e.g. `{self.config.command} resolve 42` "
+                f"(see `{self.config.command} history`).",
+            )
         from triage_bot.history import IncidentNotFound
 
         try:
@@ -276,7 +334,9 @@ class Commands:
         except Exception:
             return _unavailable("The incident could not be resolved right now.")
         if changed is None:
-            return text_message(f"Incident #{raw} will be resolved.", "The database is away; the change is queued.")
+            return text_message(
+                f"Incident #{raw} will be resolved.", "The database is away; the change is queued."
+            )
         if not changed:
             return text_message(f"Incident #{raw} was already resolved.")
         return text_message(f"Incident #{raw} resolved.", "Its next repeat opens a new incident.")
@@ -290,14 +350,18 @@ class Commands:
             return text_message("What to mute, and for how long?", usage)
         target, duration = parts[0].strip(), parse_duration("".join(parts[1:]))
         if duration is None:
-            return text_message("That duration was not understood.", "Use minutes, hours, days or weeks, "
-                                "up to a year: `30m`, `2h`, `1d`, `1w`. " + usage)
+            return text_message(
+                "That duration was not understood.",
+                "Use minutes, hours, days or weeks, up to a year: `30m`, `2h`, `1d`, `1w`. " + usage,
+            )
         if self.kb.get(target) is not None:
             kwargs: dict[str, Any] = {"signature_id": target}
             what = f"`{escape(target)}`"
         elif "." in target:
-            return text_message(f"No signature `{escape(target)}` in the knowledge base.",
-                                f"Find its id with `{self.config.command} search &lt;words&gt;`.")
+            return text_message(
+                f"No signature `{escape(target)}` in the knowledge base.",
+                f"Find its id with `{self.config.command} search &lt;words&gt;`.",
+            )
         else:
             kwargs = {"engine": target.lower()}
             what = f"engine `{escape(target.lower())}`"
@@ -305,14 +369,18 @@ class Commands:
             self.history.mute(**kwargs, duration=duration, by=user, reason=f"/triage mute by {user}")
         except (ValueError, OverflowError) as exc:
             # our own validation messages are written for users; anything else stays in the log
-            said = str(exc) if isinstance(exc, ValueError) and "mute" in str(exc) else "that end is out of range"
+            said = (
+                str(exc) if isinstance(exc, ValueError) and "mute" in str(exc) else "that end is out of range"
+            )
             return text_message("That mute cannot be set.", escape(said))
         except Exception:
             return _unavailable("The mute could not be saved right now.")
         hours = duration.total_seconds() / 3600
         span = f"{hours:g} hour{'s' if hours != 1 else ''}" if hours < 48 else f"{hours / 24:g} days"
-        return text_message(f"Muted {what} for {span}.",
-                            f"Passive replies for it stay silent until then; `{self.config.command} &lt;error&gt;` still answers.")
+        return text_message(
+            f"Muted {what} for {span}.",
+            f"Passive replies for it stay silent until then; `{self.config.command} &lt;error&gt;` still answers.",
+        )
 
     def _mutes(self, args: str, user: str, channel: str | None) -> Message:
         if self.history is None:
@@ -323,8 +391,14 @@ class Commands:
             return _unavailable("The mutes cannot be read right now.")
         lines = []
         for mute in mutes:
-            what = f"`{escape(mute.signature_id)}`" if mute.signature_id else f"engine `{escape(mute.engine or '')}`"
-            lines.append(f"`#{mute.id}` {what} · until {mute.until:%Y-%m-%d %H:%M} UTC · by {escape(mute.created_by)}")
+            what = (
+                f"`{escape(mute.signature_id)}`"
+                if mute.signature_id
+                else f"engine `{escape(mute.engine or '')}`"
+            )
+            lines.append(
+                f"`#{mute.id}` {what} · until {mute.until:%Y-%m-%d %H:%M} UTC · by {escape(mute.created_by)}"
+            )
         if lines:
             lines.append(f"_End one with `{self.config.command} unmute &lt;number&gt;`._")
         return lines_message("Mutes in force", lines, "None: every failure is answered.")
@@ -334,8 +408,11 @@ class Commands:
             return _no_history()
         number = _number(args)
         if number is None:
-            return text_message("Which mute?", f"`{self.config.command} unmute &lt;number&gt;`; "
-                                f"`{self.config.command} mutes` lists them with their numbers.")
+            return text_message(
+                "Which mute?",
+                f"`{self.config.command} unmute &lt;number&gt;`; "
+                f"`{self.config.command} mutes` lists them with their numbers.",
+            )
         try:
             ended = self.history.unmute(number)
         except ValueError:
@@ -343,8 +420,12 @@ class Commands:
         except Exception:
             return _unavailable("The mute could not be ended right now.")
         if ended is None:
-            return text_message(f"Mute #{number} will end when the history is back.",
-                                "The database is away; the change waits in the local spool.")
+            return text_message(
+                f"Mute #{number} will end when the history is back.",
+                "The database is away; the change waits in the local spool.",
+            )
         if not ended:
-            return text_message(f"Mute #{number} is not in force.", f"`{self.config.command} mutes` lists those that are.")
+            return text_message(
+                f"Mute #{number} is not in force.", f"`{self.config.command} mutes` lists those that are."
+            )
         return text_message(f"Mute #{number} ended.", "Passive replies for it are back.")

@@ -26,7 +26,9 @@ class SlackConfigError(ValueError):
 def _ids(raw: Any) -> Any:
     """`U1,U2` (commas, semicolons or spaces) from the environment; a set from code."""
     if isinstance(raw, str):
-        return frozenset(part.strip() for part in raw.replace(";", ",").replace(" ", ",").split(",") if part.strip())
+        return frozenset(
+            part.strip() for part in raw.replace(";", ",").replace(" ", ",").split(",") if part.strip()
+        )
     return raw
 
 
@@ -61,8 +63,12 @@ class SlackConfig(EnvSettings):
     channel_pace_s: Seconds = env("TRIAGE_SLACK_CHANNEL_PACE_S", 1.0)
     replica_id: str = env("TRIAGE_REPLICA_ID", default_factory=_replica)
     inbox_path: str = env("TRIAGE_INBOX_PATH", "")  # the local inbox (used while the database is away)
-    inbox_lease_s: int = env("TRIAGE_INBOX_LEASE_S", 120, ge=1)  # a claimed request not done by then runs again
-    inbox_grace_s: int = env("TRIAGE_INBOX_GRACE_S", 30, ge=1)  # a request nobody claimed this long runs anywhere
+    inbox_lease_s: int = env(
+        "TRIAGE_INBOX_LEASE_S", 120, ge=1
+    )  # a claimed request not done by then runs again
+    inbox_grace_s: int = env(
+        "TRIAGE_INBOX_GRACE_S", 30, ge=1
+    )  # a request nobody claimed this long runs anywhere
     inbox_sweep_s: Seconds = env("TRIAGE_INBOX_SWEEP_S", 2.0)
     max_queue: int = env("TRIAGE_SLACK_MAX_QUEUE", 200, ge=1)  # jobs waiting or running; beyond, the inbox
     command: str = env("TRIAGE_SLASH_COMMAND", "/triage")
@@ -83,7 +89,9 @@ class SlackConfig(EnvSettings):
         if self.alertmanager_token and len(self.alertmanager_token) < 16:
             raise SlackConfigError("TRIAGE_ALERTMANAGER_TOKEN must be at least 16 characters")
         if self.alertmanager_token and not self.alert_channel:
-            raise SlackConfigError("TRIAGE_ALERTMANAGER_TOKEN needs TRIAGE_ALERT_CHANNEL: where alerts are posted")
+            raise SlackConfigError(
+                "TRIAGE_ALERTMANAGER_TOKEN needs TRIAGE_ALERT_CHANNEL: where alerts are posted"
+            )
         if not self.command.startswith("/"):
             raise SlackConfigError(f"TRIAGE_SLASH_COMMAND must start with '/', got {self.command!r}")
         # slack_sdk joins method names onto the base URL: without the trailing slash the last

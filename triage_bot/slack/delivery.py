@@ -37,10 +37,17 @@ from triage_bot.slack.store import OutboxItem, SlackStore
 
 log = logging.getLogger(__name__)
 
-TRANSIENT_ERRORS = frozenset({
-    "ratelimited", "rate_limited", "internal_error", "fatal_error", "service_unavailable", "request_timeout",
-    "team_added_to_org",
-})
+TRANSIENT_ERRORS = frozenset(
+    {
+        "ratelimited",
+        "rate_limited",
+        "internal_error",
+        "fatal_error",
+        "service_unavailable",
+        "request_timeout",
+        "team_added_to_org",
+    }
+)
 AUTH_ERRORS = frozenset({"invalid_auth", "not_authed", "account_inactive", "token_revoked", "token_expired"})
 MEMORY_QUEUE_MAX = 1000
 PACE_INLINE_MAX_S = 3.0  # a longer wait for the channel's next slot waits in the outbox
@@ -79,7 +86,9 @@ def _error_of(exc: Exception) -> tuple[str, bool, float | None]:
 def _timed_out(exc: Exception) -> bool:
     """The call may have reached Slack and landed: the answer was lost, not the request."""
     text = f"{type(exc).__name__} {exc}".lower()
-    return isinstance(exc, TimeoutError | URLError | OSError | SlackRequestError) and ("timed out" in text or "timeout" in text)
+    return isinstance(exc, TimeoutError | URLError | OSError | SlackRequestError) and (
+        "timed out" in text or "timeout" in text
+    )
 
 
 class Delivery:
@@ -99,8 +108,9 @@ class Delivery:
 
     # -- sending ---------------------------------------------------------------------------
 
-    def call(self, method: str, client: WebClient | None = None, *, keep: bool = True,
-             **kwargs: Any) -> SlackResponse | Failure | None:
+    def call(
+        self, method: str, client: WebClient | None = None, *, keep: bool = True, **kwargs: Any
+    ) -> SlackResponse | Failure | None:
         """Send now; on a passing failure keep it for later and return None (with `keep=False`: a
         Failure, and the caller tries again itself); on refusal a Failure."""
         try:
@@ -124,7 +134,9 @@ class Delivery:
                 log.error("Slack rejected the blocks of a %s (%s); sending the text only", method, error)
                 fallback = {k: v for k, v in kwargs.items() if k != "blocks"}
                 return self.call(method, client, keep=keep, **fallback)
-            log.error("Slack refused %s to %s: %s", method, kwargs.get("channel") or kwargs.get("user_id"), error)
+            log.error(
+                "Slack refused %s to %s: %s", method, kwargs.get("channel") or kwargs.get("user_id"), error
+            )
             if error.split(" ", 1)[-1] in AUTH_ERRORS:
                 self.last_refusal = error.split(" ", 1)[-1]
             return Failure(error.split(" ", 1)[-1])
@@ -132,8 +144,14 @@ class Delivery:
     def _landed(self) -> None:
         self.last_refusal = None
 
-    def post(self, channel: str, message_kwargs: dict[str, Any], thread_ts: str | None = None,
-             client: WebClient | None = None, key: str | None = None) -> SlackResponse | Failure | None:
+    def post(
+        self,
+        channel: str,
+        message_kwargs: dict[str, Any],
+        thread_ts: str | None = None,
+        client: WebClient | None = None,
+        key: str | None = None,
+    ) -> SlackResponse | Failure | None:
         """Post a message, paced per channel; `key` makes it idempotent: it travels as message
         metadata, and a retry after a timeout first looks for a message that carries it."""
         kwargs = {"channel": channel, **message_kwargs}
@@ -179,27 +197,58 @@ class Delivery:
         client = client or self.client
         try:
             if kwargs.get("thread_ts"):
-                found = client.api_call("conversations.replies", params={
-                    "channel": kwargs["channel"], "ts": kwargs["thread_ts"], "include_all_metadata": True, "limit": 200})
+                found = client.api_call(
+                    "conversations.replies",
+                    params={
+                        "channel": kwargs["channel"],
+                        "ts": kwargs["thread_ts"],
+                        "include_all_metadata": True,
+                        "limit": 200,
+                    },
+                )
             else:
-                found = client.api_call("conversations.history", params={
-                    "channel": kwargs["channel"], "include_all_metadata": True, "limit": 50})
+                found = client.api_call(
+                    "conversations.history",
+                    params={"channel": kwargs["channel"], "include_all_metadata": True, "limit": 50},
+                )
         except Exception as exc:
             log.warning("cannot look for an earlier try of a reply (%s); posting it", exc)
             return None
         for message in found.get("messages") or []:
             payload = (message.get("metadata") or {}).get("event_payload") or {}
             if payload.get("key") == key:  # answered as chat.postMessage answers: the caller reads its ts
-                return SlackResponse(client=client, http_verb="POST", api_url=found.api_url, req_args={},
-                                     data={"ok": True, "channel": kwargs["channel"], "ts": message.get("ts"),
-                                           "message": message},
-                                     headers={}, status_code=200)
+                return SlackResponse(
+                    client=client,
+                    http_verb="POST",
+                    api_url=found.api_url,
+                    req_args={},
+                    data={
+                        "ok": True,
+                        "channel": kwargs["channel"],
+                        "ts": message.get("ts"),
+                        "message": message,
+                    },
+                    headers={},
+                    status_code=200,
+                )
         return None
 
-    def upload(self, channel: str, thread_ts: str | None, filename: str, content: str, title: str,
-               client: WebClient | None = None) -> SlackResponse | Failure | None:
+    def upload(
+        self,
+        channel: str,
+        thread_ts: str | None,
+        filename: str,
+        content: str,
+        title: str,
+        client: WebClient | None = None,
+    ) -> SlackResponse | Failure | None:
         """Share a text file in a channel (thread), e.g. the full answer when the message had to be cut."""
-        kwargs: dict[str, Any] = {"channel": channel, "filename": filename, "content": content, "title": title}
+        kwargs: dict[str, Any] = {
+            "channel": channel,
+            "filename": filename,
+            "content": content,
+            "title": title,
+        }
         if thread_ts:
             kwargs["thread_ts"] = thread_ts
         return self.call(UPLOAD, client, **kwargs)
@@ -235,7 +284,13 @@ class Delivery:
         client = client or self.client
         if method == UPLOAD:
             return client.files_upload_v2(**kwargs)
-        json_methods = {"chat.postMessage", "chat.postEphemeral", "chat.update", "views.publish", "views.open"}
+        json_methods = {
+            "chat.postMessage",
+            "chat.postEphemeral",
+            "chat.update",
+            "views.publish",
+            "views.open",
+        }
         if method in json_methods:
             return client.api_call(method, json=kwargs)
         return client.api_call(method, params=kwargs)
@@ -304,8 +359,13 @@ class Delivery:
             if transient:
                 state = self.store.retry_later(item, error, retry_after)
                 if state == "dead":
-                    log.error("outbox #%s (%s) given up after %s tries: %s", item.id, item.method,
-                              item.attempts + 1, error)
+                    log.error(
+                        "outbox #%s (%s) given up after %s tries: %s",
+                        item.id,
+                        item.method,
+                        item.attempts + 1,
+                        error,
+                    )
             else:
                 log.error("outbox #%s (%s) refused by Slack: %s", item.id, item.method, error)
                 self.store.give_up(item, error)
@@ -321,7 +381,9 @@ class Delivery:
 
         def loop() -> None:
             # paced posts are due within seconds: sweep every second while some wait
-            while not self._stop.wait(1.0 if time.monotonic() < self._paced_until else self.config.outbox_interval_s):
+            while not self._stop.wait(
+                1.0 if time.monotonic() < self._paced_until else self.config.outbox_interval_s
+            ):
                 try:
                     self.sweep()
                 except Exception:  # the sweeper must outlive any one bad row

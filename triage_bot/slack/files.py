@@ -22,10 +22,38 @@ from triage_bot.slack.text import escape
 
 log = logging.getLogger(__name__)
 
-TEXT_TYPES = ("text/", "application/json", "application/x-ndjson", "application/xml", "application/x-yaml",
-              "application/yaml", "application/x-sh", "application/javascript")
-TEXT_FILETYPES = {"text", "log", "python", "shell", "json", "yaml", "markdown", "post", "csv", "xml", "diff",
-                  "javascript", "c", "cpp", "go", "rust", "toml", "ini", "space", "auto"}
+TEXT_TYPES = (
+    "text/",
+    "application/json",
+    "application/x-ndjson",
+    "application/xml",
+    "application/x-yaml",
+    "application/yaml",
+    "application/x-sh",
+    "application/javascript",
+)
+TEXT_FILETYPES = {
+    "text",
+    "log",
+    "python",
+    "shell",
+    "json",
+    "yaml",
+    "markdown",
+    "post",
+    "csv",
+    "xml",
+    "diff",
+    "javascript",
+    "c",
+    "cpp",
+    "go",
+    "rust",
+    "toml",
+    "ini",
+    "space",
+    "auto",
+}
 SNIFF_BYTES = 8192
 
 
@@ -67,7 +95,9 @@ def _is_text_type(info: dict[str, Any]) -> bool:
 class FileReader:
     """Fetches attached files for triage, within the configured bounds."""
 
-    def __init__(self, max_bytes: int, max_files: int, api_url: str = "https://slack.com/api/", timeout: float = 15.0):
+    def __init__(
+        self, max_bytes: int, max_files: int, api_url: str = "https://slack.com/api/", timeout: float = 15.0
+    ):
         self.max_bytes = max_bytes
         self.max_files = max_files
         self.timeout = timeout
@@ -100,11 +130,15 @@ class FileReader:
             return "", f"Slack would not describe it ({error}); the bot needs the files:read scope"
         size = int(info.get("size") or 0)
         if size > self.max_bytes:
-            return "", (f"the file is {human_size(size)}; the bot reads files up to {human_size(self.max_bytes)}. "
-                        "Attach or paste the part of the log around the first error.")
+            return "", (
+                f"the file is {human_size(size)}; the bot reads files up to {human_size(self.max_bytes)}. "
+                "Attach or paste the part of the log around the first error."
+            )
         if not _is_text_type(info) and info.get("mimetype"):
-            return "", (f"it is a {info.get('mimetype')} file, not text; attach the log as a .log or .txt file "
-                        "or paste it in a code block.")
+            return "", (
+                f"it is a {info.get('mimetype')} file, not text; attach the log as a .log or .txt file "
+                "or paste it in a code block."
+            )
         url = info.get("url_private_download") or info.get("url_private")
         if not url:
             return "", "Slack gave no download link for it"
@@ -117,18 +151,28 @@ class FileReader:
     def _download(self, url: str, token: str) -> tuple[str, str]:
         data = bytearray()
         try:
-            with httpx.stream("GET", url, headers={"Authorization": f"Bearer {token}"}, timeout=self.timeout,
-                              follow_redirects=False) as response:
+            with httpx.stream(
+                "GET",
+                url,
+                headers={"Authorization": f"Bearer {token}"},
+                timeout=self.timeout,
+                follow_redirects=False,
+            ) as response:
                 if response.status_code != 200:
                     return "", f"the download failed (HTTP {response.status_code})"
                 if response.headers.get("content-type", "").startswith("text/html"):
                     # Slack serves its sign-in page when the token may not read the file
-                    return "", "the download returned Slack's sign-in page; the bot needs the files:read scope"
+                    return (
+                        "",
+                        "the download returned Slack's sign-in page; the bot needs the files:read scope",
+                    )
                 for chunk in response.iter_bytes():
                     data.extend(chunk)
                     if len(data) > self.max_bytes:
-                        return "", (f"the file is larger than {human_size(self.max_bytes)}, the most the bot reads. "
-                                    "Attach or paste the part of the log around the first error.")
+                        return "", (
+                            f"the file is larger than {human_size(self.max_bytes)}, the most the bot reads. "
+                            "Attach or paste the part of the log around the first error."
+                        )
         except httpx.HTTPError as exc:
             log.warning("file download failed: %s", exc)
             return "", f"the download failed ({type(exc).__name__})"

@@ -54,12 +54,20 @@ def _refuse(start_response: Callable[..., Any], status: str, error: str) -> Iter
 
 def _json(start_response: Callable[..., Any], status: str, payload: dict[str, Any]) -> Iterable[bytes]:
     body = json.dumps(payload).encode()
-    start_response(status, [("Content-Type", "application/json"), ("Content-Length", str(len(body))),
-                            ("Cache-Control", "no-store")])
+    start_response(
+        status,
+        [
+            ("Content-Type", "application/json"),
+            ("Content-Length", str(len(body))),
+            ("Cache-Control", "no-store"),
+        ],
+    )
     return [body]
 
 
-def wsgi_app(bot: SlackBot, events: bool = True) -> Callable[[dict[str, Any], Callable[..., Any]], Iterable[bytes]]:
+def wsgi_app(
+    bot: SlackBot, events: bool = True
+) -> Callable[[dict[str, Any], Callable[..., Any]], Iterable[bytes]]:
     """The HTTP surface. `events=False` is Socket Mode's probe port: Slack's events arrive over the
     WebSocket, so only the probes and the metrics are served and every other path is a 404."""
     slack = SlackRequestHandler(bot.app, path=EVENTS_PATH)
@@ -76,20 +84,31 @@ def wsgi_app(bot: SlackBot, events: bool = True) -> Callable[[dict[str, Any], Ca
                 log.info("refused a request with malformed signature headers (401)")
                 return _refuse(start_response, "401 Unauthorized", "invalid request")  # as bolt words it
         if path == HEALTH_PATH and environ.get("REQUEST_METHOD") in ("GET", "HEAD"):
-            return _json(start_response, "200 OK", {
-                "ok": True, "mode": mode, "jobs_in_flight": bot.deps.executor.in_flight,
-                "outbox_in_memory": bot.delivery.pending_in_memory()})
+            return _json(
+                start_response,
+                "200 OK",
+                {
+                    "ok": True,
+                    "mode": mode,
+                    "jobs_in_flight": bot.deps.executor.in_flight,
+                    "outbox_in_memory": bot.delivery.pending_in_memory(),
+                },
+            )
         if path == READY_PATH and environ.get("REQUEST_METHOD") in ("GET", "HEAD"):
             ready, report = bot.readiness.report()
             return _json(start_response, "200 OK" if ready else "503 Service Unavailable", report)
         if path == METRICS_PATH and environ.get("REQUEST_METHOD") in ("GET", "HEAD"):
             body = metrics.exposition()
-            start_response("200 OK", [("Content-Type", metrics.CONTENT_TYPE), ("Content-Length", str(len(body)))])
+            start_response(
+                "200 OK", [("Content-Type", metrics.CONTENT_TYPE), ("Content-Length", str(len(body)))]
+            )
             return [body]
         if path == ALERTMANAGER_PATH and environ.get("REQUEST_METHOD") == "POST":
             return _alertmanager(bot, environ, start_response)
         if not events:
-            return _refuse(start_response, "404 Not Found", "not found (Socket Mode: events come over the WebSocket)")
+            return _refuse(
+                start_response, "404 Not Found", "not found (Socket Mode: events come over the WebSocket)"
+            )
         return slack(environ, start_response)
 
     return app
@@ -109,13 +128,17 @@ def authorized(header: str, token: str) -> bool:
     return False
 
 
-def _alertmanager(bot: SlackBot, environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
+def _alertmanager(
+    bot: SlackBot, environ: dict[str, Any], start_response: Callable[..., Any]
+) -> Iterable[bytes]:
     """Alertmanager's webhook: 200 once every alert is recorded (and posted), 5xx so it sends again."""
     from triage_bot.health.alertmanager import PayloadError, parse_payload
 
     token = bot.deps.config.alertmanager_token
     if not token:
-        return _refuse(start_response, "404 Not Found", "not found (set TRIAGE_ALERTMANAGER_TOKEN to receive alerts)")
+        return _refuse(
+            start_response, "404 Not Found", "not found (set TRIAGE_ALERTMANAGER_TOKEN to receive alerts)"
+        )
     if not authorized(environ.get("HTTP_AUTHORIZATION", ""), token):
         log.info("refused an Alertmanager notification without the right credentials (401)")
         return _refuse(start_response, "401 Unauthorized", "invalid credentials")
@@ -142,22 +165,32 @@ def _alertmanager(bot: SlackBot, environ: dict[str, Any], start_response: Callab
 class HttpServer:
     """A waitress server for the app, on a thread or in the foreground."""
 
-    def __init__(self, bot: SlackBot, host: str = "0.0.0.0", port: int = 3000, threads: int = 8,
-                 events: bool = True):
+    def __init__(
+        self, bot: SlackBot, host: str = "0.0.0.0", port: int = 3000, threads: int = 8, events: bool = True
+    ):
         from waitress import create_server
 
         self.bot = bot
         self.events = events
         # idle or half-open connections are closed after CHANNEL_TIMEOUT_S and there is room for many:
         # a crowd of silent clients cannot lock Slack and the probes out
-        self.server = create_server(wsgi_app(bot, events=events), host=host, port=port, threads=threads, ident="triage-bot",
-                                    max_request_body_size=MAX_BODY, clear_untrusted_proxy_headers=True,
-                                    channel_timeout=CHANNEL_TIMEOUT_S, cleanup_interval=2,
-                                    connection_limit=CONNECTION_LIMIT, backlog=1024,
-                                    # poll(), not select(): select cannot watch a descriptor numbered
-                                    # 1024 or more, and 1,000 admitted connections plus the process's
-                                    # own files pass that; the loop would die and close the server
-                                    asyncore_use_poll=True)
+        self.server = create_server(
+            wsgi_app(bot, events=events),
+            host=host,
+            port=port,
+            threads=threads,
+            ident="triage-bot",
+            max_request_body_size=MAX_BODY,
+            clear_untrusted_proxy_headers=True,
+            channel_timeout=CHANNEL_TIMEOUT_S,
+            cleanup_interval=2,
+            connection_limit=CONNECTION_LIMIT,
+            backlog=1024,
+            # poll(), not select(): select cannot watch a descriptor numbered
+            # 1024 or more, and 1,000 admitted connections plus the process's
+            # own files pass that; the loop would die and close the server
+            asyncore_use_poll=True,
+        )
         self._thread: threading.Thread | None = None
 
     @property
@@ -172,7 +205,9 @@ class HttpServer:
 
     def serve_forever(self) -> None:
         if self.events:
-            log.info("serving Slack's HTTP endpoints on %s%s (health: %s)", self.url, EVENTS_PATH, HEALTH_PATH)
+            log.info(
+                "serving Slack's HTTP endpoints on %s%s (health: %s)", self.url, EVENTS_PATH, HEALTH_PATH
+            )
         else:
             log.info("serving the probes on %s (%s, %s)", self.url, HEALTH_PATH, READY_PATH)
         self.server.run()

@@ -87,9 +87,18 @@ class Orphan:
 class Inbox:
     """The shared inbox on the history's database, with a local one for when it is away."""
 
-    def __init__(self, shared: Engine | None, local: Engine, *, replica: str, lease: timedelta = timedelta(seconds=120),
-                 pending_grace: timedelta = timedelta(seconds=30), write_deadline_s: float = 1.5,
-                 down_for: timedelta = timedelta(seconds=10), clock: Callable[[], datetime] = utcnow):
+    def __init__(
+        self,
+        shared: Engine | None,
+        local: Engine,
+        *,
+        replica: str,
+        lease: timedelta = timedelta(seconds=120),
+        pending_grace: timedelta = timedelta(seconds=30),
+        write_deadline_s: float = 1.5,
+        down_for: timedelta = timedelta(seconds=10),
+        clock: Callable[[], datetime] = utcnow,
+    ):
         self.shared, self.local = shared, local
         self.replica = replica
         self.lease, self.pending_grace = lease, pending_grace
@@ -119,16 +128,26 @@ class Inbox:
             with self._lock:
                 self._down_until = self.clock() + self.down_for
             reason = "no answer in time" if isinstance(exc, FutureTimeout) else type(exc).__name__
-            log.warning("inbox: the shared database failed (%s); using the local inbox for %s s", reason,
-                        int(self.down_for.total_seconds()))
+            log.warning(
+                "inbox: the shared database failed (%s); using the local inbox for %s s",
+                reason,
+                int(self.down_for.total_seconds()),
+            )
             raise
 
     # -- accept, claim, done -----------------------------------------------------------------
 
     def accept(self, key: str, kind: str, body: dict[str, Any]) -> bool:
         """Write the request down (before its ack); False when its key was seen before."""
-        row = {"key": key[:255], "kind": kind, "body": redact_value(body), "state": "pending",
-               "accepted_by": self.replica, "attempts": 0, "created_at": self.clock()}
+        row = {
+            "key": key[:255],
+            "kind": kind,
+            "body": redact_value(body),
+            "state": "pending",
+            "accepted_by": self.replica,
+            "attempts": 0,
+            "created_at": self.clock(),
+        }
         if self._exists(self.local, key):
             return False  # taken here while the shared database was away
         if self._shared_ok():
@@ -154,9 +173,20 @@ class Inbox:
         # the shared row cannot be claimed now: run it under a local claim (its shared row, if it
         # exists, is found done by key when a replay looks for the reply in Slack)
         try:
-            _insert(self.local, {"key": key[:255], "kind": "unknown", "body": {}, "state": "running",
-                                 "accepted_by": self.replica, "owner": self.replica, "attempts": 1,
-                                 "lease_until": now + self.lease, "created_at": now})
+            _insert(
+                self.local,
+                {
+                    "key": key[:255],
+                    "kind": "unknown",
+                    "body": {},
+                    "state": "running",
+                    "accepted_by": self.replica,
+                    "owner": self.replica,
+                    "attempts": 1,
+                    "lease_until": now + self.lease,
+                    "created_at": now,
+                },
+            )
             return True
         except Exception:
             return None
@@ -171,7 +201,9 @@ class Inbox:
             try:
                 self._on_shared(partial(_set, key=key, values=values))
             except Exception:
-                log.warning("inbox: %s ran, but its row could not be marked done (the shared database is away)", key)
+                log.warning(
+                    "inbox: %s ran, but its row could not be marked done (the shared database is away)", key
+                )
 
     # -- what nobody finished ----------------------------------------------------------------
 
@@ -235,8 +267,11 @@ def _insert(engine: Engine, row: dict[str, Any]) -> bool:
 
 def _claim(engine: Engine, *, key: str, values: dict[str, Any], condition: Any) -> bool:
     with engine.begin() as conn:
-        result = conn.execute(update(inbox_table).where(inbox_table.c.key == key, condition)
-                              .values(**values, attempts=inbox_table.c.attempts + 1))
+        result = conn.execute(
+            update(inbox_table)
+            .where(inbox_table.c.key == key, condition)
+            .values(**values, attempts=inbox_table.c.attempts + 1)
+        )
         return bool(result.rowcount)
 
 
@@ -254,18 +289,26 @@ def _stale(now: datetime, inbox: Inbox) -> Any:
     """A row this replica may take over now."""
     return or_(
         (inbox_table.c.state == "pending") & (inbox_table.c.created_at < now - inbox.pending_grace),
-        (inbox_table.c.state == "pending") & (inbox_table.c.accepted_by == inbox.replica)
+        (inbox_table.c.state == "pending")
+        & (inbox_table.c.accepted_by == inbox.replica)
         & (inbox_table.c.created_at < inbox.started_at),
         (inbox_table.c.state == "running") & (inbox_table.c.lease_until < now),
-        (inbox_table.c.state == "running") & (inbox_table.c.owner == inbox.replica)
+        (inbox_table.c.state == "running")
+        & (inbox_table.c.owner == inbox.replica)
         & (inbox_table.c.lease_until < inbox.started_at + inbox.lease),  # ours, from before a restart
     )
 
 
 def _due(engine: Engine, stale: Any, limit: int) -> list[Any]:
     with engine.connect() as conn:
-        return list(conn.execute(select(inbox_table.c.key, inbox_table.c.kind, inbox_table.c.body)
-                                 .where(stale).order_by(inbox_table.c.created_at).limit(limit)))
+        return list(
+            conn.execute(
+                select(inbox_table.c.key, inbox_table.c.kind, inbox_table.c.body)
+                .where(stale)
+                .order_by(inbox_table.c.created_at)
+                .limit(limit)
+            )
+        )
 
 
 def local_engine(path: Path) -> Engine:

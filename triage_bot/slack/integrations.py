@@ -34,10 +34,16 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 _LIVE = re.compile(r"<([!@][^<>]*)>")
-STATE_EMOJI = {"up": ":large_green_circle:", "degraded": ":large_yellow_circle:", "down": ":red_circle:",
-               "unknown": ":white_circle:"}
-NO_ENGINES = ("No engines configured. List the engines to watch in an `engines.yaml` and point "
-              "`TRIAGE_ENGINES` at it; see docs/slack-setup.md.")
+STATE_EMOJI = {
+    "up": ":large_green_circle:",
+    "degraded": ":large_yellow_circle:",
+    "down": ":red_circle:",
+    "unknown": ":white_circle:",
+}
+NO_ENGINES = (
+    "No engines configured. List the engines to watch in an `engines.yaml` and point "
+    "`TRIAGE_ENGINES` at it; see docs/slack-setup.md."
+)
 NO_HEALTH = "Health checks are not available in this build of the bot."
 NO_DIGEST = "No digest yet: the first weekly digest is built on its schedule (default Monday 09:00)."
 DIGEST_DAYS = 7
@@ -98,13 +104,21 @@ def _hook(module: str, name: str) -> Callable[..., Any] | None:
 class Integrations:
     """Reads engine health and the digest; every failure becomes a sentence, not an error."""
 
-    def __init__(self, engine_status: Callable[[], Any] | None = None, last_digest: Callable[[], Any] | None = None,
-                 *, history: HistoryStore | None = None, discover: bool = True):
+    def __init__(
+        self,
+        engine_status: Callable[[], Any] | None = None,
+        last_digest: Callable[[], Any] | None = None,
+        *,
+        history: HistoryStore | None = None,
+        discover: bool = True,
+    ):
         self.history = history
         self._engine_status = engine_status
         self._last_digest = last_digest
         if discover and engine_status is None:
-            self._engine_status = _hook("triage_bot.health", "engine_status") or self._engines_from_checks_source()
+            self._engine_status = (
+                _hook("triage_bot.health", "engine_status") or self._engines_from_checks_source()
+            )
         if discover and last_digest is None:
             self._last_digest = _hook("triage_bot.digest", "last_digest") or self._digest_builder_source()
 
@@ -128,9 +142,15 @@ class Integrations:
                 detail = ""
                 if check is not None and isinstance(check.details, dict):
                     detail = str(check.details.get("detail") or "")
-                lines.append(EngineLine(engine.name, check.state if check else "unknown", engine.kind,
-                                        check.checked_at if check else None,
-                                        detail if check else "not checked yet"))
+                lines.append(
+                    EngineLine(
+                        engine.name,
+                        check.state if check else "unknown",
+                        engine.kind,
+                        check.checked_at if check else None,
+                        detail if check else "not checked yet",
+                    )
+                )
             return lines
 
         return engines_from_checks
@@ -143,10 +163,14 @@ class Integrations:
 
         from triage_bot.history.models import EngineCheck
 
-        newest = (select(EngineCheck.engine, func.max(EngineCheck.checked_at).label("at"))
-                  .group_by(EngineCheck.engine).subquery())
-        stmt = select(EngineCheck).join(newest, (EngineCheck.engine == newest.c.engine)
-                                        & (EngineCheck.checked_at == newest.c.at))
+        newest = (
+            select(EngineCheck.engine, func.max(EngineCheck.checked_at).label("at"))
+            .group_by(EngineCheck.engine)
+            .subquery()
+        )
+        stmt = select(EngineCheck).join(
+            newest, (EngineCheck.engine == newest.c.engine) & (EngineCheck.checked_at == newest.c.at)
+        )
         try:
             with self.history.session_factory() as session:
                 return {check.engine: check for check in session.scalars(stmt)}
@@ -178,10 +202,18 @@ class Integrations:
         except Exception as exc:
             log.warning("engine status failed: %s", exc)
             return [], f"Engine health could not be read ({type(exc).__name__}); the bot's logs have details."
-        lines = [r if isinstance(r, EngineLine) else
-                 EngineLine(str(getattr(r, "name", "?")), str(getattr(r, "state", "unknown")),
-                            str(getattr(r, "kind", "") or ""), getattr(r, "checked_at", None),
-                            str(getattr(r, "detail", "") or "")) for r in raw]
+        lines = [
+            r
+            if isinstance(r, EngineLine)
+            else EngineLine(
+                str(getattr(r, "name", "?")),
+                str(getattr(r, "state", "unknown")),
+                str(getattr(r, "kind", "") or ""),
+                getattr(r, "checked_at", None),
+                str(getattr(r, "detail", "") or ""),
+            )
+            for r in raw
+        ]
         return lines, NO_ENGINES
 
     def digest(self) -> tuple[DigestView | None, str]:

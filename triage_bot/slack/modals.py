@@ -30,10 +30,12 @@ def wrong_match_modal(kb: Any, signature_id: str | None, private_metadata: str) 
     for sig in kb.signatures:
         if sig.id != signature_id and len(groups[sig.engine]) < MAX_OPTIONS:
             groups[sig.engine].append(_option(f"{sig.title} ({sig.id})", sig.id))
-    option_groups = [{"label": plain("Other", 75), "options": [_option("None of these / not in the list",
-                                                                       NONE_OF_THESE)]}]
-    option_groups += [{"label": plain(engine, 75), "options": options}
-                      for engine, options in sorted(groups.items())][: MAX_OPTIONS - 1]
+    option_groups = [
+        {"label": plain("Other", 75), "options": [_option("None of these / not in the list", NONE_OF_THESE)]}
+    ]
+    option_groups += [
+        {"label": plain(engine, 75), "options": options} for engine, options in sorted(groups.items())
+    ][: MAX_OPTIONS - 1]
     said = f"The bot said `{escape(signature_id)}`." if signature_id else "The bot found no known signature."
     return {
         "type": "modal",
@@ -44,8 +46,16 @@ def wrong_match_modal(kb: Any, signature_id: str | None, private_metadata: str) 
         "close": plain("Cancel", 24),
         "blocks": [
             section(f"{said} Which failure was it? Your answer goes to the knowledge base's authors."),
-            {"type": "input", "block_id": BLOCK_PICK, "label": plain("The right signature", 2000),
-             "element": {"type": "static_select", "action_id": ACTION_PICK,
-                         "placeholder": plain("Choose a signature", 150), "option_groups": option_groups}},
+            {
+                "type": "input",
+                "block_id": BLOCK_PICK,
+                "label": plain("The right signature", 2000),
+                "element": {
+                    "type": "static_select",
+                    "action_id": ACTION_PICK,
+                    "placeholder": plain("Choose a signature", 150),
+                    "option_groups": option_groups,
+                },
+            },
         ],
     }

@@ -31,22 +31,34 @@ class SlackNotifier:
         self.channel = channel
 
     def post(self, alert: Alert) -> MessageRef | None:
-        response = self.delivery.call("chat.postMessage", keep=False, channel=self.channel, text=alert_text(alert),
-                                      blocks=alert_blocks(alert), unfurl_links=False, unfurl_media=False,
-                                      link_names=False)
+        response = self.delivery.call(
+            "chat.postMessage",
+            keep=False,
+            channel=self.channel,
+            text=alert_text(alert),
+            blocks=alert_blocks(alert),
+            unfurl_links=False,
+            unfurl_media=False,
+            link_names=False,
+        )
         if not response or isinstance(response, Failure):
             return None  # the monitor posts it again on its next check
         return MessageRef(response["channel"], response["ts"])
 
     def update(self, ref: MessageRef, alert: Alert) -> None:
-        self.delivery.call("chat.update", channel=ref.channel, ts=ref.ts, text=alert_text(alert),
-                           blocks=alert_blocks(alert))
+        self.delivery.call(
+            "chat.update", channel=ref.channel, ts=ref.ts, text=alert_text(alert), blocks=alert_blocks(alert)
+        )
 
     def resolve(self, ref: MessageRef, alert: Alert) -> None:
         self.update(ref, alert)
         took = _duration(((alert.resolved_at or alert.opened_at) - alert.opened_at).total_seconds())
-        self.delivery.post(ref.channel, {"text": escape(f"Resolved after {took}: {alert.resolution}")},
-                           thread_ts=ref.ts, key=f"resolved:{ref.channel}:{ref.ts}")
+        self.delivery.post(
+            ref.channel,
+            {"text": escape(f"Resolved after {took}: {alert.resolution}")},
+            thread_ts=ref.ts,
+            key=f"resolved:{ref.channel}:{ref.ts}",
+        )
 
 
 def post_digest(delivery: Delivery, channel: str, digest: Any, store: Any = None) -> dict[str, Any]:
@@ -61,9 +73,13 @@ def post_digest(delivery: Delivery, channel: str, digest: Any, store: Any = None
     result["channel"], result["ts"] = response["channel"], response["ts"]
     try:
         upload = delivery.client.files_upload_v2(
-            channel=response["channel"], thread_ts=response["ts"], file=render_png(digest),
-            filename=f"digest-{digest.days[0]:%Y-%m-%d}.png", title="Weekly incident digest",
-            alt_txt="Charts: incidents per day by engine, top signatures, new vs recurring, MTTA/MTTR, trend, uptime")
+            channel=response["channel"],
+            thread_ts=response["ts"],
+            file=render_png(digest),
+            filename=f"digest-{digest.days[0]:%Y-%m-%d}.png",
+            title="Weekly incident digest",
+            alt_txt="Charts: incidents per day by engine, top signatures, new vs recurring, MTTA/MTTR, trend, uptime",
+        )
         result["chart"] = (upload.get("file") or {}).get("id") or True
     except Exception as exc:
         log.warning("digest: chart upload failed (the message is posted): %s", exc)
@@ -88,8 +104,9 @@ def digest_poster(delivery: Delivery, channel: str, store: Any, *, days: int, tz
     return post
 
 
-def scheduler_outputs(environ: Mapping[str, str] | None = None, delivery: Delivery | None = None,
-                      store: Any = None) -> dict[str, Any]:
+def scheduler_outputs(
+    environ: Mapping[str, str] | None = None, delivery: Delivery | None = None, store: Any = None
+) -> dict[str, Any]:
     """The notifier and digest poster for `build_scheduler`, from SLACK_BOT_TOKEN and the channels.
 
     `delivery` is the Slack app's own (so the scheduler shares its outbox and pacing); a process
@@ -110,6 +127,7 @@ def scheduler_outputs(environ: Mapping[str, str] | None = None, delivery: Delive
         from triage_bot.scheduler import SchedulerSettings
 
         settings = SchedulerSettings.from_env(environ)
-        outputs["digest_poster"] = digest_poster(delivery, config.digest_channel, store,
-                                                 days=settings.digest_days, tz=settings.timezone)
+        outputs["digest_poster"] = digest_poster(
+            delivery, config.digest_channel, store, days=settings.digest_days, tz=settings.timezone
+        )
     return outputs

@@ -18,5 +18,9 @@ log = logging.getLogger(__name__)
 
 
 def socket_mode_handler(bot: SlackBot, *, ping_interval: float = 10.0) -> SocketModeHandler:
-    return SocketModeHandler(bot.app, app_token=bot.deps.config.app_token, ping_interval=ping_interval,
-                             concurrency=max(4, bot.deps.config.workers))
+    return SocketModeHandler(
+        bot.app,
+        app_token=bot.deps.config.app_token,
+        ping_interval=ping_interval,
+        concurrency=max(4, bot.deps.config.workers),
+    )

@@ -135,11 +135,25 @@ class SlackStore:
         now = utcnow()
         with self.session_factory.begin() as session:
             # a reply can quote a paste: what waits in a table is redacted like everything stored
-            safe = {k: v if k == "url" else redact_value(v) for k, v in json.loads(json.dumps(payload, default=str)).items()}
-            return int(session.execute(insert(outbox_table).values(
-                method=method, payload=safe, created_at=now,
-                next_at=now + timedelta(seconds=max(delay, 1.0)), attempts=1, last_error=error[:2000],
-                state="pending").returning(outbox_table.c.id)).scalar_one())
+            safe = {
+                k: v if k == "url" else redact_value(v)
+                for k, v in json.loads(json.dumps(payload, default=str)).items()
+            }
+            return int(
+                session.execute(
+                    insert(outbox_table)
+                    .values(
+                        method=method,
+                        payload=safe,
+                        created_at=now,
+                        next_at=now + timedelta(seconds=max(delay, 1.0)),
+                        attempts=1,
+                        last_error=error[:2000],
+                        state="pending",
+                    )
+                    .returning(outbox_table.c.id)
+                ).scalar_one()
+            )
 
     def claim_due(self, limit: int = 20, now: datetime | None = None) -> list[OutboxItem]:
         """Rows due for a retry, each claimed for LEASE so another replica skips it meanwhile."""
@@ -147,26 +161,39 @@ class SlackStore:
         claimed: list[OutboxItem] = []
         with self.session_factory.begin() as session:
             rows = session.execute(
-                select(outbox_table.c.id, outbox_table.c.method, outbox_table.c.payload, outbox_table.c.attempts)
-                .where(outbox_table.c.state == "pending", outbox_table.c.next_at <= now,
-                       or_(outbox_table.c.claimed_until.is_(None), outbox_table.c.claimed_until < now))
-                .order_by(outbox_table.c.id).limit(limit)
+                select(
+                    outbox_table.c.id, outbox_table.c.method, outbox_table.c.payload, outbox_table.c.attempts
+                )
+                .where(
+                    outbox_table.c.state == "pending",
+                    outbox_table.c.next_at <= now,
+                    or_(outbox_table.c.claimed_until.is_(None), outbox_table.c.claimed_until < now),
+                )
+                .order_by(outbox_table.c.id)
+                .limit(limit)
             ).all()
             for row in rows:
-                won = rowcount(session.execute(
-                    update(outbox_table)
-                    .where(outbox_table.c.id == row.id,
-                           or_(outbox_table.c.claimed_until.is_(None), outbox_table.c.claimed_until < now))
-                    .values(claimed_until=now + LEASE)
-                ))
+                won = rowcount(
+                    session.execute(
+                        update(outbox_table)
+                        .where(
+                            outbox_table.c.id == row.id,
+                            or_(outbox_table.c.claimed_until.is_(None), outbox_table.c.claimed_until < now),
+                        )
+                        .values(claimed_until=now + LEASE)
+                    )
+                )
                 if won:
                     claimed.append(OutboxItem(row.id, row.method, row.payload, row.attempts))
         return claimed
 
     def sent(self, item_id: int) -> None:
         with self.session_factory.begin() as session:
-            session.execute(update(outbox_table).where(outbox_table.c.id == item_id)
-                            .values(state="sent", claimed_until=None))
+            session.execute(
+                update(outbox_table)
+                .where(outbox_table.c.id == item_id)
+                .values(state="sent", claimed_until=None)
+            )
 
     def retry_later(self, item: OutboxItem, error: str, delay: float | None = None) -> str:
         """Count a failed try; give the row up (state dead, logged at ERROR) after MAX_ATTEMPTS."""
@@ -174,20 +201,35 @@ class SlackStore:
         state = "dead" if attempts >= MAX_ATTEMPTS else "pending"
         wait = timedelta(seconds=delay) if delay else backoff(attempts)
         with self.session_factory.begin() as session:
-            session.execute(update(outbox_table).where(outbox_table.c.id == item.id).values(
-                attempts=attempts, last_error=error[:2000], next_at=utcnow() + wait, claimed_until=None, state=state))
+            session.execute(
+                update(outbox_table)
+                .where(outbox_table.c.id == item.id)
+                .values(
+                    attempts=attempts,
+                    last_error=error[:2000],
+                    next_at=utcnow() + wait,
+                    claimed_until=None,
+                    state=state,
+                )
+            )
         return state
 
     def defer(self, item: OutboxItem, delay: float) -> None:
         """Send later without counting a try (the channel's pace, not a failure)."""
         with self.session_factory.begin() as session:
-            session.execute(update(outbox_table).where(outbox_table.c.id == item.id).values(
-                next_at=utcnow() + timedelta(seconds=max(delay, 0.1)), claimed_until=None))
+            session.execute(
+                update(outbox_table)
+                .where(outbox_table.c.id == item.id)
+                .values(next_at=utcnow() + timedelta(seconds=max(delay, 0.1)), claimed_until=None)
+            )
 
     def give_up(self, item: OutboxItem, error: str) -> None:
         with self.session_factory.begin() as session:
-            session.execute(update(outbox_table).where(outbox_table.c.id == item.id).values(
-                state="dead", last_error=error[:2000], claimed_until=None))
+            session.execute(
+                update(outbox_table)
+                .where(outbox_table.c.id == item.id)
+                .values(state="dead", last_error=error[:2000], claimed_until=None)
+            )
 
     def pending(self) -> int:
         with self.session_factory() as session:
@@ -196,19 +238,36 @@ class SlackStore:
 
     def rows(self) -> list[dict[str, Any]]:
         with self.session_factory() as session:
-            return [dict(r._mapping) for r in session.execute(select(outbox_table).order_by(outbox_table.c.id))]
+            return [
+                dict(r._mapping) for r in session.execute(select(outbox_table).order_by(outbox_table.c.id))
+            ]
 
     # -- shares ----------------------------------------------------------------------------
 
-    def put_share(self, channel: str, user_id: str, kind: str, text: str, blocks: list[dict[str, Any]],
-                  incident_id: int | None = None) -> str:
+    def put_share(
+        self,
+        channel: str,
+        user_id: str,
+        kind: str,
+        text: str,
+        blocks: list[dict[str, Any]],
+        incident_id: int | None = None,
+    ) -> str:
         key = secrets.token_urlsafe(16)
         now = utcnow()
         with self.session_factory.begin() as session:
             session.execute(delete(shares_table).where(shares_table.c.created_at < now - SHARE_TTL))
-            session.execute(insert(shares_table).values(
-                key=key, channel=channel, user_id=user_id, kind=kind, incident_id=incident_id,
-                message=redact_value({"text": text, "blocks": blocks}), created_at=now))
+            session.execute(
+                insert(shares_table).values(
+                    key=key,
+                    channel=channel,
+                    user_id=user_id,
+                    kind=kind,
+                    incident_id=incident_id,
+                    message=redact_value({"text": text, "blocks": blocks}),
+                    created_at=now,
+                )
+            )
         return key
 
     def get_share(self, key: str) -> Share | None:
@@ -217,5 +276,12 @@ class SlackStore:
         if row is None or (_aware(row.created_at) or utcnow()) < utcnow() - SHARE_TTL:
             return None
         message = row.message or {}
-        return Share(row.key, row.channel, row.user_id, row.kind, row.incident_id,
-                     message.get("text", ""), message.get("blocks", []))
+        return Share(
+            row.key,
+            row.channel,
+            row.user_id,
+            row.kind,
+            row.incident_id,
+            message.get("text", ""),
+            message.get("blocks", []),
+        )

@@ -53,8 +53,9 @@ class Triaged:
     def message(self, *, short_repeat: bool = False, buttons: bool = True) -> Message:
         if short_repeat and self.repeat is not None:
             return repeat_message(self.answer, self.repeat)
-        return answer_message(self.answer, incident_id=self.incident_id, repeat=self.repeat, notes=self.notes,
-                              buttons=buttons)
+        return answer_message(
+            self.answer, incident_id=self.incident_id, repeat=self.repeat, notes=self.notes, buttons=buttons
+        )
 
 
 class TriageJob:
@@ -65,7 +66,9 @@ class TriageJob:
         self.history = history
         self.files = files
 
-    def gather(self, client: WebClient, wire_text: str, files: list[dict[str, Any]] | None) -> tuple[str, list[str]]:
+    def gather(
+        self, client: WebClient, wire_text: str, files: list[dict[str, Any]] | None
+    ) -> tuple[str, list[str]]:
         """The plain text to triage (message + readable files) and the problems with unreadable files."""
         text = from_slack(wire_text or "")
         problems: list[str] = []
@@ -76,15 +79,31 @@ class TriageJob:
                 text = f"{text}\n{read.text}" if text.strip() else read.text
         return text, problems
 
-    def run(self, text: str, *, channel: str | None, thread_ts: str | None, user: str | None,
-            key: str | None = None, record: bool = True) -> Triaged:
+    def run(
+        self,
+        text: str,
+        *,
+        channel: str | None,
+        thread_ts: str | None,
+        user: str | None,
+        key: str | None = None,
+        record: bool = True,
+    ) -> Triaged:
         triaged = Triaged(self.triager.triage(text))
         if record:
             self.record(triaged, text, channel=channel, thread_ts=thread_ts, user=user, key=key)
         return triaged
 
-    def record(self, triaged: Triaged, text: str, *, channel: str | None, thread_ts: str | None,
-               user: str | None, key: str | None) -> None:
+    def record(
+        self,
+        triaged: Triaged,
+        text: str,
+        *,
+        channel: str | None,
+        thread_ts: str | None,
+        user: str | None,
+        key: str | None,
+    ) -> None:
         """Record a match in the history and fill in the incident, repeat and mute details."""
         from triage_bot.history import Observation
 
@@ -92,8 +111,16 @@ class TriageJob:
         if m is None or self.history is None:
             return
         observation = Observation(
-            signature_id=m.id, engine=m.engine, severity=m.severity, source="slack", channel=channel,
-            thread_ts=thread_ts, user=user, excerpt=text, confidence=m.confidence, values=dict(m.values),
+            signature_id=m.id,
+            engine=m.engine,
+            severity=m.severity,
+            source="slack",
+            channel=channel,
+            thread_ts=thread_ts,
+            user=user,
+            excerpt=text,
+            confidence=m.confidence,
+            values=dict(m.values),
         )
         if key:  # Slack's event id: a redelivered event then joins the occurrence it already made
             observation = replace(observation, key=key)
@@ -115,15 +142,19 @@ class TriageJob:
         if result.incident_id is None:
             return
         try:
-            previous = self.history.seen_before(m.id, m.engine, channel, exclude_incident_id=result.incident_id)
+            previous = self.history.seen_before(
+                m.id, m.engine, channel, exclude_incident_id=result.incident_id
+            )
             if not result.is_new and result.status in OPEN_STATUSES and result.occurrence_count > 1:
                 incident = self.history.get_incident(result.incident_id)
                 if incident is not None:
                     triaged.repeat = Repeat(
-                        count=result.occurrence_count, since=incident.first_seen,
+                        count=result.occurrence_count,
+                        since=incident.first_seen,
                         last_resolved_by=previous.last_resolved_by if previous else None,
                         last_resolved_at=previous.last_resolved_at if previous else None,
-                        incident_id=result.incident_id)
+                        incident_id=result.incident_id,
+                    )
             elif result.is_recurring and previous is not None:
                 line = f"Seen before: {previous.incidents} earlier incident{'s' if previous.incidents != 1 else ''}"
                 line += f" since {previous.first_seen:%Y-%m-%d}"

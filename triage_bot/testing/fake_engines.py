@@ -44,12 +44,71 @@ HOST = "127.0.0.1"
 KINDS = ("vllm", "sglang", "trtllm", "triton")
 HUGE_BODY_BYTES = 50 * 1024 * 1024
 
-TTFT_BUCKETS = (0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75, 1.0, 2.5, 5.0, 7.5, 10.0,
-                20.0, 40.0, 80.0, 160.0, 640.0, 2560.0)
-ITL_BUCKETS = (0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.75, 1.0, 2.5, 5.0, 7.5, 10.0, 20.0,
-               40.0, 80.0)
-SGLANG_TTFT_BUCKETS = (0.1, 0.2, 0.4, 0.6, 0.8, 1.0, 2.0, 4.0, 6.0, 8.0, 10.0, 20.0, 40.0, 60.0, 80.0, 100.0,
-                       200.0, 400.0)
+TTFT_BUCKETS = (
+    0.001,
+    0.005,
+    0.01,
+    0.02,
+    0.04,
+    0.06,
+    0.08,
+    0.1,
+    0.25,
+    0.5,
+    0.75,
+    1.0,
+    2.5,
+    5.0,
+    7.5,
+    10.0,
+    20.0,
+    40.0,
+    80.0,
+    160.0,
+    640.0,
+    2560.0,
+)
+ITL_BUCKETS = (
+    0.01,
+    0.025,
+    0.05,
+    0.075,
+    0.1,
+    0.15,
+    0.2,
+    0.3,
+    0.4,
+    0.5,
+    0.75,
+    1.0,
+    2.5,
+    5.0,
+    7.5,
+    10.0,
+    20.0,
+    40.0,
+    80.0,
+)
+SGLANG_TTFT_BUCKETS = (
+    0.1,
+    0.2,
+    0.4,
+    0.6,
+    0.8,
+    1.0,
+    2.0,
+    4.0,
+    6.0,
+    8.0,
+    10.0,
+    20.0,
+    40.0,
+    60.0,
+    80.0,
+    100.0,
+    200.0,
+    400.0,
+)
 
 
 class Mode(enum.StrEnum):
@@ -178,7 +237,9 @@ class FakeEngine:
         self.finished["stop"] += done * (1 - load.abort_share) * 0.9
         self.finished["length"] += done * (1 - load.abort_share) * 0.1
         if load.tokens_per_s > 0 or self.mode is Mode.STARVATION:
-            self._pending_iters += dt * 20.0  # the executor iterates while it generates, or spins on a blocked queue
+            self._pending_iters += (
+                dt * 20.0
+            )  # the executor iterates while it generates, or spins on a blocked queue
 
     # ------------------------------------------------------------------ routing
 
@@ -260,13 +321,34 @@ class FakeEngine:
     # ------------------------------------------------------------------ vLLM
 
     def _models_body(self, owned_by: str) -> dict[str, Any]:
-        card: dict[str, Any] = {"id": self.model, "object": "model", "created": int(self.created), "owned_by": owned_by}
+        card: dict[str, Any] = {
+            "id": self.model,
+            "object": "model",
+            "created": int(self.created),
+            "owned_by": owned_by,
+        }
         if owned_by == "vllm":
-            card |= {"root": self.model, "parent": None, "max_model_len": 131072, "permission": [{
-                "id": "modelperm-3f2c9d0e8b7a4c1d9e6f5a4b3c2d1e0f", "object": "model_permission",
-                "created": int(self.created), "allow_create_engine": False, "allow_sampling": True,
-                "allow_logprobs": True, "allow_search_indices": False, "allow_view": True,
-                "allow_fine_tuning": False, "organization": "*", "group": None, "is_blocking": False}]}
+            card |= {
+                "root": self.model,
+                "parent": None,
+                "max_model_len": 131072,
+                "permission": [
+                    {
+                        "id": "modelperm-3f2c9d0e8b7a4c1d9e6f5a4b3c2d1e0f",
+                        "object": "model_permission",
+                        "created": int(self.created),
+                        "allow_create_engine": False,
+                        "allow_sampling": True,
+                        "allow_logprobs": True,
+                        "allow_search_indices": False,
+                        "allow_view": True,
+                        "allow_fine_tuning": False,
+                        "organization": "*",
+                        "group": None,
+                        "is_blocking": False,
+                    }
+                ],
+            }
         elif owned_by == "sglang":
             card |= {"root": self.model, "parent": None, "max_model_len": 131072}
         return {"object": "list", "data": [card]}
@@ -280,15 +362,24 @@ class FakeEngine:
             return _json(200, self._models_body("vllm"))
         if path.startswith("/metrics"):
             if m is Mode.METRICS_MISSING:
-                return self._prom(self._vllm_no_stats())  # --disable-log-stats: only http_* and process metrics
+                return self._prom(
+                    self._vllm_no_stats()
+                )  # --disable-log-stats: only http_* and process metrics
             return self._prom(self._vllm_metrics())
         if path == "/v1/completions" and method == "POST":
             if m is Mode.STUCK:
                 return Reply(200, hang=True)
-            return _json(200, {"id": "cmpl-fake", "object": "text_completion", "created": int(time.time()),
-                               "model": self.model, "choices": [{"index": 0, "text": " pong", "logprobs": None,
-                                                                  "finish_reason": "length"}],
-                               "usage": {"prompt_tokens": 1, "total_tokens": 2, "completion_tokens": 1}})
+            return _json(
+                200,
+                {
+                    "id": "cmpl-fake",
+                    "object": "text_completion",
+                    "created": int(time.time()),
+                    "model": self.model,
+                    "choices": [{"index": 0, "text": " pong", "logprobs": None, "finish_reason": "length"}],
+                    "usage": {"prompt_tokens": 1, "total_tokens": 2, "completion_tokens": 1},
+                },
+            )
         return _json(404, {"detail": "Not Found"})
 
     def _prom(self, families: list[Any]) -> Reply:
@@ -325,29 +416,52 @@ class FakeEngine:
                 doc += " DEPRECATED: Use vllm:kv_cache_usage_perc instead."
             gauge("vllm:gpu_cache_usage_perc", doc, load.kv)
         prefix = "vllm:gpu_prefix_cache" if self.generation == "old" else "vllm:prefix_cache"
-        counter(f"{prefix}_queries", "Prefix cache queries, in terms of number of queried tokens.", self.prompt_tokens)
-        counter(f"{prefix}_hits", "Prefix cache hits, in terms of number of cached tokens.", self.prompt_tokens / 3)
+        counter(
+            f"{prefix}_queries",
+            "Prefix cache queries, in terms of number of queried tokens.",
+            self.prompt_tokens,
+        )
+        counter(
+            f"{prefix}_hits",
+            "Prefix cache hits, in terms of number of cached tokens.",
+            self.prompt_tokens / 3,
+        )
         counter("vllm:num_preemptions", "Cumulative number of preemption from the engine.", self.preemptions)
         counter("vllm:prompt_tokens", "Number of prefill tokens processed.", self.prompt_tokens)
         counter("vllm:generation_tokens", "Number of generation tokens processed.", self.gen_tokens)
-        success = CounterMetricFamily("vllm:request_success", "Count of successfully processed requests.",
-                                      labels=[*names, "finished_reason"])
+        success = CounterMetricFamily(
+            "vllm:request_success",
+            "Count of successfully processed requests.",
+            labels=[*names, "finished_reason"],
+        )
         for reason in ("stop", "length", "abort"):
             success.add_metric([*values, reason], round(self.finished[reason]), created=self.created)
         out.append(success)
         count = sum(self.finished.values())
         for name, doc, buckets in (
-            ("vllm:time_to_first_token_seconds", "Histogram of time to first token in seconds.", TTFT_BUCKETS),
-            ("vllm:inter_token_latency_seconds" if self.generation != "old" else "vllm:time_per_output_token_seconds",
-             "Histogram of inter-token latency in seconds.", ITL_BUCKETS),
+            (
+                "vllm:time_to_first_token_seconds",
+                "Histogram of time to first token in seconds.",
+                TTFT_BUCKETS,
+            ),
+            (
+                "vllm:inter_token_latency_seconds"
+                if self.generation != "old"
+                else "vllm:time_per_output_token_seconds",
+                "Histogram of inter-token latency in seconds.",
+                ITL_BUCKETS,
+            ),
         ):
             hist = HistogramMetricFamily(name, doc, labels=names)
             cumulative = [(_le(b), round(count * min(1.0, (i + 1) / 8))) for i, b in enumerate(buckets)]
             hist.add_metric(values, buckets=[*cumulative, ("+Inf", round(count))], sum_value=count * 0.05)
             out.append(hist)
         if self.generation == "new":
-            sleep = GaugeMetricFamily("vllm:engine_sleep_state", "Engine sleep state; awake = 0 means engine is sleeping",
-                                      labels=[*names, "sleep_state"])
+            sleep = GaugeMetricFamily(
+                "vllm:engine_sleep_state",
+                "Engine sleep state; awake = 0 means engine is sleeping",
+                labels=[*names, "sleep_state"],
+            )
             for state, v in (("awake", 1.0), ("weights_offloaded", 0.0), ("discard_all", 0.0)):
                 sleep.add_metric([*values, state], v)
             out.append(sleep)
@@ -355,10 +469,15 @@ class FakeEngine:
         return out
 
     def _vllm_no_stats(self) -> list[Any]:
-        http = CounterMetricFamily("http_requests_total", "Total number of requests by method, status and handler.",
-                                   labels=["handler", "method", "status"])
+        http = CounterMetricFamily(
+            "http_requests_total",
+            "Total number of requests by method, status and handler.",
+            labels=["handler", "method", "status"],
+        )
         http.add_metric(["/v1/completions", "POST", "2xx"], round(sum(self.finished.values())))
-        gc = CounterMetricFamily("python_gc_objects_collected", "Objects collected during gc", labels=["generation"])
+        gc = CounterMetricFamily(
+            "python_gc_objects_collected", "Objects collected during gc", labels=["generation"]
+        )
         for g in ("0", "1", "2"):
             gc.add_metric([g], 1234.0)
         return [http, gc]
@@ -375,8 +494,16 @@ class FakeEngine:
         if path == "/v1/models":
             return _json(200, self._models_body("sglang"))
         if path == "/get_model_info":
-            return _json(200, {"model_path": self.model, "tokenizer_path": self.model, "is_generation": True,
-                               "preferred_sampling_params": None, "weight_version": "default"})
+            return _json(
+                200,
+                {
+                    "model_path": self.model,
+                    "tokenizer_path": self.model,
+                    "is_generation": True,
+                    "preferred_sampling_params": None,
+                    "weight_version": "default",
+                },
+            )
         if path == "/metrics":
             if m is Mode.METRICS_MISSING:
                 return _json(404, {"detail": "Not Found"})  # launched without --enable-metrics
@@ -413,17 +540,31 @@ class FakeEngine:
         gauge("sglang:max_total_num_tokens", "Maximum total number of tokens in the KV cache pool.", 520000)
         gauge("sglang:gen_throughput", "The generation throughput (token/s).", load.tokens_per_s)
         gauge("sglang:cache_hit_rate", "The prefix cache hit rate.", 0.0075)
-        gauge("sglang:num_retracted_reqs", "The number of retracted requests.", 0.0, {"pid": str(os.getpid())})
+        gauge(
+            "sglang:num_retracted_reqs", "The number of retracted requests.", 0.0, {"pid": str(os.getpid())}
+        )
         counter("sglang:prompt_tokens_total", "Number of prefill tokens processed.", self.prompt_tokens)
         counter("sglang:generation_tokens_total", "Number of generation tokens processed.", self.gen_tokens)
-        counter("sglang:num_retracted_requests_total", "Total number of retracted requests.", self.preemptions)
-        counter("sglang:num_requests_total", "Number of requests processed.", round(sum(self.finished.values())))
-        counter("sglang:num_aborted_requests_total", "Number of requests aborted.", round(self.finished["abort"]))
-        hist = HistogramMetricFamily("sglang:time_to_first_token_seconds", "Histogram of time to first token in seconds.",
-                                     labels=tok_names)
+        counter(
+            "sglang:num_retracted_requests_total", "Total number of retracted requests.", self.preemptions
+        )
+        counter(
+            "sglang:num_requests_total", "Number of requests processed.", round(sum(self.finished.values()))
+        )
+        counter(
+            "sglang:num_aborted_requests_total", "Number of requests aborted.", round(self.finished["abort"])
+        )
+        hist = HistogramMetricFamily(
+            "sglang:time_to_first_token_seconds",
+            "Histogram of time to first token in seconds.",
+            labels=tok_names,
+        )
         count = round(sum(self.finished.values()))
-        hist.add_metric(tok_values, buckets=[*((_le(b), count) for b in SGLANG_TTFT_BUCKETS), ("+Inf", count)],
-                        sum_value=count * 0.2)
+        hist.add_metric(
+            tok_values,
+            buckets=[*((_le(b), count) for b in SGLANG_TTFT_BUCKETS), ("+Inf", count)],
+            sum_value=count * 0.2,
+        )
         out.append(hist)
         return out
 
@@ -461,22 +602,46 @@ class FakeEngine:
         for _ in range(n):
             self.iteration += 1
             used = round(6239 * load.kv)
-            stats.append({
-                "cpuMemUsage": 0, "gpuMemUsage": 56401920000,
-                "inflightBatchingStats": {"avgNumDecodedTokensPerIter": 1.0, "microBatchId": 0, "numContextRequests": 0,
-                                          "numCtxTokens": 0, "numGenRequests": int(load.running),
-                                          "numPausedRequests": int(load.preemptions_per_s * 3),
-                                          "numScheduledRequests": int(load.running)},
-                "iter": self.iteration, "iterLatencyMS": 16.505143404006958,
-                "kvCacheStats": {"allocNewBlocks": 12, "allocTotalBlocks": 40, "cacheHitRate": 0.3,
-                                 "freeNumBlocks": 6239 - used, "maxNumBlocks": 6239, "missedBlocks": 28,
-                                 "reusedBlocks": 12, "tokensPerBlock": 32, "usedNumBlocks": used},
-                "maxBatchSizeRuntime": 2048, "maxBatchSizeStatic": 2048, "maxBatchSizeTunerRecommended": 0,
-                "maxNumActiveRequests": 2048, "newActiveRequestsQueueLatencyMS": 0.0007503032684326172,
-                "numActiveRequests": int(load.running), "numCompletedRequests": 0, "numNewActiveRequests": 0,
-                "numQueuedRequests": int(load.waiting), "pinnedMemUsage": 0, "staticBatchingStats": None,
-                "timestamp": time.strftime("%m-%d-%Y %H:%M:%S"),
-            })
+            stats.append(
+                {
+                    "cpuMemUsage": 0,
+                    "gpuMemUsage": 56401920000,
+                    "inflightBatchingStats": {
+                        "avgNumDecodedTokensPerIter": 1.0,
+                        "microBatchId": 0,
+                        "numContextRequests": 0,
+                        "numCtxTokens": 0,
+                        "numGenRequests": int(load.running),
+                        "numPausedRequests": int(load.preemptions_per_s * 3),
+                        "numScheduledRequests": int(load.running),
+                    },
+                    "iter": self.iteration,
+                    "iterLatencyMS": 16.505143404006958,
+                    "kvCacheStats": {
+                        "allocNewBlocks": 12,
+                        "allocTotalBlocks": 40,
+                        "cacheHitRate": 0.3,
+                        "freeNumBlocks": 6239 - used,
+                        "maxNumBlocks": 6239,
+                        "missedBlocks": 28,
+                        "reusedBlocks": 12,
+                        "tokensPerBlock": 32,
+                        "usedNumBlocks": used,
+                    },
+                    "maxBatchSizeRuntime": 2048,
+                    "maxBatchSizeStatic": 2048,
+                    "maxBatchSizeTunerRecommended": 0,
+                    "maxNumActiveRequests": 2048,
+                    "newActiveRequestsQueueLatencyMS": 0.0007503032684326172,
+                    "numActiveRequests": int(load.running),
+                    "numCompletedRequests": 0,
+                    "numNewActiveRequests": 0,
+                    "numQueuedRequests": int(load.waiting),
+                    "pinnedMemUsage": 0,
+                    "staticBatchingStats": None,
+                    "timestamp": time.strftime("%m-%d-%Y %H:%M:%S"),
+                }
+            )
         return _json(200, stats)
 
     def _trtllm_prometheus(self) -> list[Any]:
@@ -494,8 +659,11 @@ class FakeEngine:
             fam = GaugeMetricFamily(name, doc, labels=[*names, "pid"])  # multiprocess gauges carry pid
             fam.add_metric([*values, pid], value)
             out.append(fam)
-        success = CounterMetricFamily("trtllm_request_success", "Count of successfully processed requests.",
-                                      labels=[*names, "finished_reason"])
+        success = CounterMetricFamily(
+            "trtllm_request_success",
+            "Count of successfully processed requests.",
+            labels=[*names, "finished_reason"],
+        )
         for reason in ("stop", "length"):
             success.add_metric([*values, reason], round(self.finished[reason]))
         out.append(success)
@@ -527,30 +695,32 @@ class FakeEngine:
         it = int(self.gen_tokens / 10)
         lab = 'model="tensorrt_llm",version="1"'
         ok, fail = round(self.finished["stop"] + self.finished["length"]), round(self.finished["abort"])
-        return "\n".join([
-            "# HELP nv_inference_request_success Number of successful inference requests, all batch sizes",
-            "# TYPE nv_inference_request_success counter",
-            f"nv_inference_request_success{{{lab}}} {ok}",
-            "# HELP nv_inference_request_failure Number of failed inference requests, all batch sizes",
-            "# TYPE nv_inference_request_failure counter",
-            f"nv_inference_request_failure{{{lab}}} {fail}",
-            "# HELP nv_inference_pending_request_count Instantaneous number of pending requests awaiting execution per-model.",
-            "# TYPE nv_inference_pending_request_count gauge",
-            f"nv_inference_pending_request_count{{{lab}}} {int(load.waiting)}",
-            "# HELP nv_trt_llm_request_metrics TRT LLM request metrics",
-            "# TYPE nv_trt_llm_request_metrics gauge",
-            f'nv_trt_llm_request_metrics{{model="tensorrt_llm",request_type="waiting",version="1"}} {int(load.waiting)}',
-            f'nv_trt_llm_request_metrics{{model="tensorrt_llm",request_type="scheduled",version="1"}} {int(load.running)}',
-            f'nv_trt_llm_request_metrics{{model="tensorrt_llm",request_type="active",version="1"}} {int(load.running)}',
-            "# HELP nv_trt_llm_kv_cache_block_metrics TRT LLM KV cache block metrics",
-            "# TYPE nv_trt_llm_kv_cache_block_metrics gauge",
-            f'nv_trt_llm_kv_cache_block_metrics{{kv_cache_block_type="fraction",model="tensorrt_llm",version="1"}} {load.kv}',
-            'nv_trt_llm_kv_cache_block_metrics{kv_cache_block_type="max",model="tensorrt_llm",version="1"} 6239',
-            "# HELP nv_trt_llm_general_metrics General TRT LLM metrics",
-            "# TYPE nv_trt_llm_general_metrics gauge",
-            f'nv_trt_llm_general_metrics{{general_type="iteration_counter",model="tensorrt_llm",version="1"}} {it}',
-            "",
-        ]).encode()
+        return "\n".join(
+            [
+                "# HELP nv_inference_request_success Number of successful inference requests, all batch sizes",
+                "# TYPE nv_inference_request_success counter",
+                f"nv_inference_request_success{{{lab}}} {ok}",
+                "# HELP nv_inference_request_failure Number of failed inference requests, all batch sizes",
+                "# TYPE nv_inference_request_failure counter",
+                f"nv_inference_request_failure{{{lab}}} {fail}",
+                "# HELP nv_inference_pending_request_count Instantaneous number of pending requests awaiting execution per-model.",
+                "# TYPE nv_inference_pending_request_count gauge",
+                f"nv_inference_pending_request_count{{{lab}}} {int(load.waiting)}",
+                "# HELP nv_trt_llm_request_metrics TRT LLM request metrics",
+                "# TYPE nv_trt_llm_request_metrics gauge",
+                f'nv_trt_llm_request_metrics{{model="tensorrt_llm",request_type="waiting",version="1"}} {int(load.waiting)}',
+                f'nv_trt_llm_request_metrics{{model="tensorrt_llm",request_type="scheduled",version="1"}} {int(load.running)}',
+                f'nv_trt_llm_request_metrics{{model="tensorrt_llm",request_type="active",version="1"}} {int(load.running)}',
+                "# HELP nv_trt_llm_kv_cache_block_metrics TRT LLM KV cache block metrics",
+                "# TYPE nv_trt_llm_kv_cache_block_metrics gauge",
+                f'nv_trt_llm_kv_cache_block_metrics{{kv_cache_block_type="fraction",model="tensorrt_llm",version="1"}} {load.kv}',
+                'nv_trt_llm_kv_cache_block_metrics{kv_cache_block_type="max",model="tensorrt_llm",version="1"} 6239',
+                "# HELP nv_trt_llm_general_metrics General TRT LLM metrics",
+                "# TYPE nv_trt_llm_general_metrics gauge",
+                f'nv_trt_llm_general_metrics{{general_type="iteration_counter",model="tensorrt_llm",version="1"}} {it}',
+                "",
+            ]
+        ).encode()
 
 
 def _le(bound: float) -> str:
@@ -593,7 +763,9 @@ class FakeEngines:
             return asyncio.ensure_future(coro)
         return asyncio.run_coroutine_threadsafe(coro, self._loop).result(timeout=30)
 
-    def add(self, kind: str, name: str | None = None, mode: Mode | str = Mode.HEALTHY, **options: Any) -> FakeEngine:
+    def add(
+        self, kind: str, name: str | None = None, mode: Mode | str = Mode.HEALTHY, **options: Any
+    ) -> FakeEngine:
         if kind not in KINDS:
             raise ValueError(f"unknown fake kind {kind!r}; one of {KINDS}")
         self.start()
@@ -626,7 +798,9 @@ class FakeEngines:
         for writer in list(self._conns.get(id(engine), ())):
             writer.close()
 
-    async def _serve(self, engine: FakeEngine, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    async def _serve(
+        self, engine: FakeEngine, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
+    ) -> None:
         task = asyncio.current_task()
         if task is not None:
             self._tasks.add(task)
@@ -669,9 +843,18 @@ class FakeEngines:
             await asyncio.Event().wait()  # until the client goes away or the fakes stop
         if reply.delay:
             await asyncio.sleep(reply.delay)
-        reason = {200: "OK", 400: "Bad Request", 404: "Not Found", 500: "Internal Server Error",
-                  503: "Service Unavailable"}.get(reply.status, "Status")
-        head = [f"HTTP/1.1 {reply.status} {reason}", "server: uvicorn", f"date: {time.strftime('%a, %d %b %Y %H:%M:%S GMT', time.gmtime())}"]
+        reason = {
+            200: "OK",
+            400: "Bad Request",
+            404: "Not Found",
+            500: "Internal Server Error",
+            503: "Service Unavailable",
+        }.get(reply.status, "Status")
+        head = [
+            f"HTTP/1.1 {reply.status} {reason}",
+            "server: uvicorn",
+            f"date: {time.strftime('%a, %d %b %Y %H:%M:%S GMT', time.gmtime())}",
+        ]
         if reply.content_type:
             head.append(f"content-type: {reply.content_type}")
         if reply.huge:
@@ -706,7 +889,9 @@ def main(argv: list[str] | None = None) -> None:
 
     parser = argparse.ArgumentParser(description=main.__doc__)
     parser.add_argument("--count", type=int, default=10)
-    parser.add_argument("--kinds", default="vllm,sglang,trtllm", help="comma-separated kinds, used round-robin")
+    parser.add_argument(
+        "--kinds", default="vllm,sglang,trtllm", help="comma-separated kinds, used round-robin"
+    )
     parser.add_argument("--modes", default="healthy", help="comma-separated modes, used round-robin")
     parser.add_argument("--sglang-health-delay", type=float, default=1.0)
     parser.add_argument("--stats-wait", type=float, default=2.0)
@@ -726,8 +911,13 @@ def main(argv: list[str] | None = None) -> None:
     out = []
     for i in range(args.count):
         kind = kinds[i % len(kinds)]
-        engine = fakes.add(kind, name=f"{kind}-{i}", mode=modes[i % len(modes)],
-                           sglang_health_delay=args.sglang_health_delay, stats_wait=args.stats_wait)
+        engine = fakes.add(
+            kind,
+            name=f"{kind}-{i}",
+            mode=modes[i % len(modes)],
+            sglang_health_delay=args.sglang_health_delay,
+            stats_wait=args.stats_wait,
+        )
         out.append({"name": engine.name, "kind": kind, "base_url": engine.base_url, "mode": str(engine.mode)})
     print(json.dumps({"engines": out}), flush=True)
     try:

@@ -85,8 +85,15 @@ class Envelope:
 class SlackStandin:
     """The stand-in server; use as a context manager or call `start()` / `stop()`."""
 
-    def __init__(self, *, bot_user_id: str = "U0STANDBOT", bot_id: str = "B0STANDBOT",
-                 team_id: str = "T0STANDIN", bot_token: str = BOT_TOKEN, enforce_limits: bool = True):
+    def __init__(
+        self,
+        *,
+        bot_user_id: str = "U0STANDBOT",
+        bot_id: str = "B0STANDBOT",
+        team_id: str = "T0STANDIN",
+        bot_token: str = BOT_TOKEN,
+        enforce_limits: bool = True,
+    ):
         self.bot_user_id = bot_user_id
         self.bot_id = bot_id
         self.team_id = team_id
@@ -119,8 +126,12 @@ class SlackStandin:
 
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self._server.daemon_threads = True
-        self._thread = threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.05},
-                                        name="slack-standin", daemon=True)
+        self._thread = threading.Thread(
+            target=self._server.serve_forever,
+            kwargs={"poll_interval": 0.05},
+            name="slack-standin",
+            daemon=True,
+        )
         self._thread.start()
         return self
 
@@ -184,14 +195,25 @@ class SlackStandin:
         if gate is not None:
             gate.set()
 
-    def add_file(self, content: bytes, name: str = "log.txt", mimetype: str = "text/plain",
-                 filetype: str = "text", size: int | None = None) -> dict[str, Any]:
+    def add_file(
+        self,
+        content: bytes,
+        name: str = "log.txt",
+        mimetype: str = "text/plain",
+        filetype: str = "text",
+        size: int | None = None,
+    ) -> dict[str, Any]:
         """Store a file; return the `files` entry a `file_share` message event carries."""
         with self._lock:
             file_id = f"F{next(self._ids):08d}"
             self.files[file_id] = StoredFile(file_id, name, content, mimetype, filetype, size)
-        return {"id": file_id, "name": name, "mimetype": mimetype, "filetype": filetype,
-                "size": size if size is not None else len(content)}
+        return {
+            "id": file_id,
+            "name": name,
+            "mimetype": mimetype,
+            "filetype": filetype,
+            "size": size if size is not None else len(content),
+        }
 
     # -- assertions ------------------------------------------------------------------------
 
@@ -207,8 +229,11 @@ class SlackStandin:
         deadline = time.monotonic() + timeout
         with self._changed:
             while True:
-                done = [r.body for r in self.requests if r.method == method and r.status == 200
-                        and r.body.get("_ok", True)]
+                done = [
+                    r.body
+                    for r in self.requests
+                    if r.method == method and r.status == 200 and r.body.get("_ok", True)
+                ]
                 if len(done) >= count:
                     return done
                 left = deadline - time.monotonic()
@@ -230,12 +255,23 @@ class SlackStandin:
             self._socket.start()
         return self._socket.url
 
-    def push(self, payload: dict[str, Any], kind: str = "events_api", *, retry_attempt: int = 0,
-             retry_reason: str = "", accepts_response_payload: bool = False) -> Envelope:
+    def push(
+        self,
+        payload: dict[str, Any],
+        kind: str = "events_api",
+        *,
+        retry_attempt: int = 0,
+        retry_reason: str = "",
+        accepts_response_payload: bool = False,
+    ) -> Envelope:
         """Send one envelope to the connected bot; its ack lands on the returned Envelope."""
         assert self._socket is not None, "start_socket_mode() first"
-        data = {"envelope_id": f"env-{next(self._ids)}", "type": kind, "payload": payload,
-                "accepts_response_payload": accepts_response_payload}
+        data = {
+            "envelope_id": f"env-{next(self._ids)}",
+            "type": kind,
+            "payload": payload,
+            "accepts_response_payload": accepts_response_payload,
+        }
         if kind == "events_api":
             data["retry_attempt"] = retry_attempt
             data["retry_reason"] = retry_reason
@@ -272,7 +308,9 @@ class SlackStandin:
     def _next_ts(self) -> str:
         return f"{int(time.time())}.{next(self._ts):06d}"
 
-    def api(self, method: str, body: dict[str, Any], token: str | None) -> tuple[int, dict[str, str], dict[str, Any]]:
+    def api(
+        self, method: str, body: dict[str, Any], token: str | None
+    ) -> tuple[int, dict[str, str], dict[str, Any]]:
         """One Web API call: (status, headers, JSON body)."""
         fault = self._fault_for(method)
         if fault is not None:
@@ -310,9 +348,16 @@ class SlackStandin:
         return None
 
     def _m_auth_test(self, body: dict[str, Any]) -> dict[str, Any]:
-        return {"ok": True, "url": "https://standin.slack.test/", "team": "Stand-in", "user": "triage-bot",
-                "team_id": self.team_id, "user_id": self.bot_user_id, "bot_id": self.bot_id,
-                "is_enterprise_install": False}
+        return {
+            "ok": True,
+            "url": "https://standin.slack.test/",
+            "team": "Stand-in",
+            "user": "triage-bot",
+            "team_id": self.team_id,
+            "user_id": self.bot_user_id,
+            "bot_id": self.bot_id,
+            "is_enterprise_install": False,
+        }
 
     def _m_chat_postMessage(self, body: dict[str, Any]) -> dict[str, Any]:
         channel = str(body.get("channel") or "")
@@ -324,8 +369,14 @@ class SlackStandin:
         if rejected:
             return rejected
         ts = self._next_ts()
-        message = {"type": "message", "user": self.bot_user_id, "bot_id": self.bot_id, "ts": ts,
-                   "text": body.get("text", ""), "blocks": body.get("blocks", [])}
+        message = {
+            "type": "message",
+            "user": self.bot_user_id,
+            "bot_id": self.bot_id,
+            "ts": ts,
+            "text": body.get("text", ""),
+            "blocks": body.get("blocks", []),
+        }
         if body.get("thread_ts"):
             message["thread_ts"] = body["thread_ts"]
         if isinstance(body.get("metadata"), dict):
@@ -357,7 +408,10 @@ class SlackStandin:
 
     def _m_chat_postEphemeral(self, body: dict[str, Any]) -> dict[str, Any]:
         if not body.get("channel") or not body.get("user"):
-            return {"ok": False, "error": "channel_not_found" if not body.get("channel") else "user_not_in_channel"}
+            return {
+                "ok": False,
+                "error": "channel_not_found" if not body.get("channel") else "user_not_in_channel",
+            }
         rejected = self._limits(body)
         return rejected or {"ok": True, "message_ts": self._next_ts()}
 
@@ -365,7 +419,12 @@ class SlackStandin:
         if not body.get("channel") or not body.get("ts"):
             return {"ok": False, "error": "message_not_found"}
         rejected = self._limits(body)
-        return rejected or {"ok": True, "channel": body["channel"], "ts": body["ts"], "text": body.get("text", "")}
+        return rejected or {
+            "ok": True,
+            "channel": body["channel"],
+            "ts": body["ts"],
+            "text": body.get("text", ""),
+        }
 
     def _view(self, body: dict[str, Any]) -> dict[str, Any]:
         view = body.get("view") or {}
@@ -390,10 +449,20 @@ class SlackStandin:
         if stored is None:
             return {"ok": False, "error": "file_not_found"}
         url = f"{self.base}/files-pri/{self.team_id}-{stored.id}/{stored.name}"
-        return {"ok": True, "file": {
-            "id": stored.id, "name": stored.name, "title": stored.name, "mimetype": stored.mimetype,
-            "filetype": stored.filetype, "size": stored.size if stored.size is not None else len(stored.content),
-            "url_private": url, "url_private_download": url + "?download=1", "is_external": False}}
+        return {
+            "ok": True,
+            "file": {
+                "id": stored.id,
+                "name": stored.name,
+                "title": stored.name,
+                "mimetype": stored.mimetype,
+                "filetype": stored.filetype,
+                "size": stored.size if stored.size is not None else len(stored.content),
+                "url_private": url,
+                "url_private_download": url + "?download=1",
+                "is_external": False,
+            },
+        }
 
     def _m_files_getUploadURLExternal(self, body: dict[str, Any]) -> dict[str, Any]:
         if not body.get("filename") or not body.get("length"):
@@ -406,14 +475,23 @@ class SlackStandin:
         missing = [f.get("id") for f in files if f.get("id") not in self.uploads]
         if not files or missing:
             return {"ok": False, "error": "file_not_found"}
-        return {"ok": True, "files": [{"id": f["id"], "title": f.get("title", ""),
-                                       "size": len(self.uploads[f["id"]])} for f in files]}
+        return {
+            "ok": True,
+            "files": [
+                {"id": f["id"], "title": f.get("title", ""), "size": len(self.uploads[f["id"]])}
+                for f in files
+            ],
+        }
 
     def download(self, path: str, token: str | None) -> tuple[int, str, bytes]:
         """The url_private download: (status, content type, bytes)."""
         if token != self.bot_token:
             # Slack answers an unauthenticated url_private fetch with its sign-in page
-            return 200, "text/html; charset=utf-8", b"<!DOCTYPE html><html><body>Sign in to Slack</body></html>"
+            return (
+                200,
+                "text/html; charset=utf-8",
+                b"<!DOCTYPE html><html><body>Sign in to Slack</body></html>",
+            )
         file_id = path.split("/")[2].split("-", 1)[-1] if path.count("/") >= 2 else ""
         stored = self.files.get(file_id)
         if stored is None:
@@ -451,12 +529,14 @@ class _Handler(BaseHTTPRequestHandler):
     def _token(self, body: dict[str, Any]) -> str | None:
         auth = self.headers.get("Authorization", "")
         if auth.startswith("Bearer "):
-            return auth[len("Bearer "):].strip()
+            return auth[len("Bearer ") :].strip()
         return body.get("token")
 
     _late: float = 0.0
 
-    def _send(self, status: int, body: bytes, content_type: str, headers: dict[str, str] | None = None) -> None:
+    def _send(
+        self, status: int, body: bytes, content_type: str, headers: dict[str, str] | None = None
+    ) -> None:
         if self._late:
             time.sleep(self._late)
             self._late = 0.0
@@ -475,8 +555,13 @@ class _Handler(BaseHTTPRequestHandler):
         raw = self.rfile.read(length) if length else b""
         headers = {k.lower(): v for k, v in self.headers.items()}
         path = parts.path
-        kind = ("download" if path.startswith("/files-pri/") else
-                "response_url" if path.startswith("/response/") else path.rsplit("/", 1)[-1])
+        kind = (
+            "download"
+            if path.startswith("/files-pri/")
+            else "response_url"
+            if path.startswith("/response/")
+            else path.rsplit("/", 1)[-1]
+        )
         delay = owner._delays.get(kind)
         if delay:
             self._late = delay  # handled now, answered late (see _send)
@@ -485,7 +570,9 @@ class _Handler(BaseHTTPRequestHandler):
             gate.wait(120)
         if path.startswith("/files-pri/"):
             status, ctype, data = owner.download(path, self._token({}))
-            owner._record(Request("download", path, headers, {"file": path.split("/")[2]}, time.time(), status))
+            owner._record(
+                Request("download", path, headers, {"file": path.split("/")[2]}, time.time(), status)
+            )
             self._send(status, data, ctype)
             return
         if path.startswith("/upload/"):
@@ -497,7 +584,9 @@ class _Handler(BaseHTTPRequestHandler):
         if path.startswith("/response/"):
             status = 503 if owner.stop_response_urls else 200
             owner._record(Request("response_url", path, headers, body, time.time(), status))
-            self._send(status, b'{"ok":true}' if status == 200 else b"Service Unavailable", "application/json")
+            self._send(
+                status, b'{"ok":true}' if status == 200 else b"Service Unavailable", "application/json"
+            )
             return
         method = path.rsplit("/", 1)[-1]
         status, extra, answer = owner.api(method, body, self._token(body))
@@ -529,7 +618,9 @@ class _SocketModeServer:
         except ImportError as exc:  # pragma: no cover - the dev extra installs it
             raise RuntimeError("the Socket Mode stand-in needs the 'websockets' package") from exc
         self._server = serve(self._serve, "127.0.0.1", 0)
-        self._thread = threading.Thread(target=self._server.serve_forever, name="slack-standin-ws", daemon=True)
+        self._thread = threading.Thread(
+            target=self._server.serve_forever, name="slack-standin-ws", daemon=True
+        )
         self._thread.start()
 
     @property
@@ -558,9 +649,16 @@ class _SocketModeServer:
 
     def _serve(self, ws: Any) -> None:
         self.connections += 1
-        ws.send(json.dumps({"type": "hello", "num_connections": self.connections,
-                            "debug_info": {"host": "standin", "approximate_connection_time": 3600},
-                            "connection_info": {"app_id": "A0STANDIN"}}))
+        ws.send(
+            json.dumps(
+                {
+                    "type": "hello",
+                    "num_connections": self.connections,
+                    "debug_info": {"host": "standin", "approximate_connection_time": 3600},
+                    "connection_info": {"app_id": "A0STANDIN"},
+                }
+            )
+        )
         self.connected.set()
         while True:
             try:

@@ -32,7 +32,9 @@ WRAPPER_LINES = re.compile(
     r"|Failed core proc|Worker failed with error|MQLLMEngine is already dead|terminating server process"
 )
 
-_EXCEPTION = re.compile(r"^(?:[A-Za-z_][\w.]{0,120}\.)?[A-Z]\w{0,80}(?:Error|Exception|Exit|Interrupt|Warning|Failure)\b:?")
+_EXCEPTION = re.compile(
+    r"^(?:[A-Za-z_][\w.]{0,120}\.)?[A-Z]\w{0,80}(?:Error|Exception|Exit|Interrupt|Warning|Failure)\b:?"
+)
 _ERRORISH_RE2 = compile_pattern(
     r"(?i)\b(?:error|exception|fail(?:ed|ure)?|assert(?:ion)?|abort(?:ed)?|fatal|panic|segmentation fault|sigsegv"
     r"|sigkill|killed|out of memory|oom|timed? ?out|timeout|not found|no such|cannot|could not|unable to"
@@ -41,7 +43,9 @@ _ERRORISH_RE2 = compile_pattern(
 )
 # an exception class named anywhere on a line (prose, markdown, a quoted title): "got **KeyError: 'x'**"
 _EXCEPTION_NAMED_RE2 = compile_pattern(r"\b[A-Z][A-Za-z0-9_]*(?:Error|Exception)\b")
-_TRT_ERROR_RE2 = compile_pattern(r"\[TensorRT-LLM\]\[(?:ERROR|WARNING)\]|\[TRT-LLM\] \[E\]|NCCL WARN|\[TRT\] \[E\]")
+_TRT_ERROR_RE2 = compile_pattern(
+    r"\[TensorRT-LLM\]\[(?:ERROR|WARNING)\]|\[TRT-LLM\] \[E\]|NCCL WARN|\[TRT\] \[E\]"
+)
 _NOISE = re.compile(
     r"^(?:Loading safetensors checkpoint shards|Capturing (?:CUDA graphs|batches)|\d{1,3}%\|)|it/s\]$"
     r"|^-{5,}$|^={5,}$|^\+[-+]{5,}\+?$"
@@ -167,11 +171,30 @@ CHAT_MAX_LINES = 3
 # yesterday or in the past tense of a fix. Strong markers count double. A question or a plea for
 # help means the person wants the answer after all.
 _CHAT_WORDS = frozenset(
-    ["fixed", "solved", "resolved", "gone", "was", "were", "yesterday", "earlier", "turned", "turns",
-     "prints", "printed", "means", "because", "draft", "outage", "good"]
+    [
+        "fixed",
+        "solved",
+        "resolved",
+        "gone",
+        "was",
+        "were",
+        "yesterday",
+        "earlier",
+        "turned",
+        "turns",
+        "prints",
+        "printed",
+        "means",
+        "because",
+        "draft",
+        "outage",
+        "good",
+    ]
 )
 _CHAT_STRONG = frozenset(["til", "btw", "fyi", "postmortem", "lgtm", "lol", "thanks", "thx", "imo", "afaik"])
-_HELP_WORDS = frozenset(["anyone", "help", "why", "how", "getting", "seeing", "keep", "keeps", "stuck", "any"])
+_HELP_WORDS = frozenset(
+    ["anyone", "help", "why", "how", "getting", "seeing", "keep", "keeps", "stuck", "any"]
+)
 
 
 def looks_like_chat(norm: Normalized, line: Line | None, span: tuple[int, int] | None) -> bool:
@@ -198,7 +221,8 @@ def looks_like_chat(norm: Normalized, line: Line | None, span: tuple[int, int] |
 # title. Such a message discusses a failure (often quoting its error) to ask for something new; it is
 # not someone stuck on one, so the bot never answers it unprompted (asked, it still answers).
 _CHANGE_REQUEST = re.compile(
-    r"\A\s*\[(feature( request)?|rfc|roadmap|docs?|documentation|discussion|tracking|tracker|proposal)\]", re.I
+    r"\A\s*\[(feature( request)?|rfc|roadmap|docs?|documentation|discussion|tracking|tracker|proposal)\]",
+    re.I,
 )
 
 

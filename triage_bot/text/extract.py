@@ -60,7 +60,11 @@ def coerce(value: str) -> object:
     text = value.strip()
     if _NUMBER.match(text):
         plain = text.replace(",", "")
-        return _as_pasted(FloatText, float(plain), text) if "." in plain else _as_pasted(IntText, int(plain), text)
+        return (
+            _as_pasted(FloatText, float(plain), text)
+            if "." in plain
+            else _as_pasted(IntText, int(plain), text)
+        )
     return text
 
 

@@ -29,7 +29,9 @@ _MIDDLE_WORDS = r"(?i)error|exception|traceback|fail|fatal|abort|assert|killed|o
 _MIDDLE_KEEP = compile_pattern(_MIDDLE_WORDS)
 
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
-_ANSI = re.compile(r"\x1b\[[0-9;?]{0,20}[ -/]{0,3}[@-~]|\x1b[()][0-9A-Za-z]|\^\[\[[0-9;]{0,20}[A-Za-z]|\[[0-9]{1,3}(?:;[0-9]{1,3}){0,4}m")
+_ANSI = re.compile(
+    r"\x1b\[[0-9;?]{0,20}[ -/]{0,3}[@-~]|\x1b[()][0-9A-Za-z]|\^\[\[[0-9;]{0,20}[A-Za-z]|\[[0-9]{1,3}(?:;[0-9]{1,3}){0,4}m"
+)
 _FENCE = re.compile(r"```[a-zA-Z0-9_+-]{0,20}")
 _SLACK_LINK = re.compile(r"<((?:https?|mailto):[^|>\s]{1,2000})(?:\|([^>]{0,500}))?>")
 _QUOTE = re.compile(r"^(?:>|&gt;)\s?")
@@ -53,10 +55,14 @@ _PREFIXES: list[re.Pattern[str]] = [
         rf"^(?P<level>{_LEVEL_WORDS})\s+\d\d-\d\d\s+[\d:.]{{5,15}}\s+(?:\[[^\]\n]{{1,80}}\]|[\w./-]{{1,80}}:\d{{1,6}}\])\s?"
     ),
     # SGLang: "[2025-01-02 10:00:00 TP3] ", "[2025-06-23 15:07:01 DP2 TP2 EP2] ", or missing "["
-    re.compile(r"^\[?\d{4}-\d\d-\d\d[ T][\d:.,]{5,15}(?:Z|[+-]\d\d:?\d\d)?(?:\s+(?P<proc>(?:[A-Z]{1,4}\d{1,4}\s?){1,5}))?\]\s?"),
+    re.compile(
+        r"^\[?\d{4}-\d\d-\d\d[ T][\d:.,]{5,15}(?:Z|[+-]\d\d:?\d\d)?(?:\s+(?P<proc>(?:[A-Z]{1,4}\d{1,4}\s?){1,5}))?\]\s?"
+    ),
     # python logging: "2026-06-07 10:59:31,659 [INFO] sglang.srt.managers.x: " / "2024-01-01 00:00:00,000 - name - ERROR - "
     re.compile(rf"^\d{{4}}-\d\d-\d\d[ T][\d:.,]{{5,15}}\s+\[(?P<level>{_LEVEL_WORDS})\]\s+[\w.]{{1,120}}:\s"),
-    re.compile(rf"^\d{{4}}-\d\d-\d\d[ T][\d:.,]{{5,15}}\s+-\s+[\w.]{{1,80}}\s+-\s+(?P<level>{_LEVEL_WORDS})\s+-\s"),
+    re.compile(
+        rf"^\d{{4}}-\d\d-\d\d[ T][\d:.,]{{5,15}}\s+-\s+[\w.]{{1,80}}\s+-\s+(?P<level>{_LEVEL_WORDS})\s+-\s"
+    ),
     # Ray C++: "[2025-02-11 21:50:49,831 E 4823 4823] logging.cc:460: "
     re.compile(r"^\[\d{4}-\d\d-\d\d [\d:,.]{5,15} (?P<level>[IWEF]) \d+ \d+\] [\w.]{1,60}:\d{1,6}:\s?"),
     # torch distributed: "[rank6]:[E207 10:00:00.123 ProcessGroupNCCL.cpp:1234] " and "[rank0]: "
@@ -138,7 +144,9 @@ def _unescape_slack(text: str) -> str:
     return text.replace("&lt;", "<").replace("&gt;", ">").replace("&amp;", "&")
 
 
-def _combine(patterns: list[re.Pattern[str]]) -> tuple[re.Pattern[str], dict[str, tuple[str | None, str | None]]]:
+def _combine(
+    patterns: list[re.Pattern[str]],
+) -> tuple[re.Pattern[str], dict[str, tuple[str | None, str | None]]]:
     """One alternation of every prefix pattern, tried in order by the C engine in a single call.
 
     Each alternative is wrapped in a group `a<N>`; `lastgroup` names the one that matched, and the
@@ -150,7 +158,9 @@ def _combine(patterns: list[re.Pattern[str]]) -> tuple[re.Pattern[str], dict[str
         source = pattern.pattern.removeprefix("^")
         level = f"level_{number}" if "(?P<level>" in source else None
         proc = f"proc_{number}" if "(?P<proc>" in source else None
-        source = source.replace("(?P<level>", f"(?P<level_{number}>").replace("(?P<proc>", f"(?P<proc_{number}>")
+        source = source.replace("(?P<level>", f"(?P<level_{number}>").replace(
+            "(?P<proc>", f"(?P<proc_{number}>"
+        )
         parts.append(f"(?P<a{number}>{source})")
         table[f"a{number}"] = (level, proc)
     return re.compile("^(?:" + "|".join(parts) + ")"), table
@@ -268,7 +278,13 @@ def normalize(data: bytes | str) -> Normalized:
     joined = "\n".join(line.text for line in lines)
     prefixed = "\n".join(line.raw for line in lines)
     return Normalized(
-        tuple(lines), joined, prefixed, tuple(offsets), truncated, original_chars, tuple(sources)[:MAX_SOURCES]
+        tuple(lines),
+        joined,
+        prefixed,
+        tuple(offsets),
+        truncated,
+        original_chars,
+        tuple(sources)[:MAX_SOURCES],
     )
 
 

@@ -163,7 +163,9 @@ async def metrics_step(
         obs.metrics_error = f"{label}: {error}"
         return
     if not response.ok:
-        obs.metrics_error = (status_hints or {}).get(response.status) or f"{label} {describe_status(response)}"
+        obs.metrics_error = (status_hints or {}).get(
+            response.status
+        ) or f"{label} {describe_status(response)}"
         return
     try:
         snapshot = read(response.body)

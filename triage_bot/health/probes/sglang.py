@@ -67,8 +67,13 @@ def read_metrics(body: bytes) -> MetricsSnapshot:
 
 async def metrics_step(http: Http, engine: EngineConfig, obs: Observation) -> None:
     await shared_metrics_step(
-        http, engine, obs, engine.metrics_url or engine.base_url + "/metrics",
-        label="/metrics", read=read_metrics, unreadable="/metrics is not Prometheus text",
+        http,
+        engine,
+        obs,
+        engine.metrics_url or engine.base_url + "/metrics",
+        label="/metrics",
+        read=read_metrics,
+        unreadable="/metrics is not Prometheus text",
         missing="/metrics has no sglang:* scheduler metrics",
         status_hints={404: "/metrics HTTP 404 (SGLang serves metrics only with --enable-metrics)"},
     )
@@ -76,11 +81,16 @@ async def metrics_step(http: Http, engine: EngineConfig, obs: Observation) -> No
 
 async def probe(http: Http, engine: EngineConfig, now: datetime) -> Observation:
     obs = new_observation(engine, now)
-    response, _ = await asyncio.gather(health_step(http, engine, obs, "/health"), metrics_step(http, engine, obs))
+    response, _ = await asyncio.gather(
+        health_step(http, engine, obs, "/health"), metrics_step(http, engine, obs)
+    )
     if response is not None:
         if response.ok:
             obs.generation_verified = True  # SGLANG_ENABLE_HEALTH_ENDPOINT_GENERATION defaults to on
-        elif response.status == 503 and response.elapsed_s >= STUCK_FRACTION * engine.thresholds.sglang_health_s:
+        elif (
+            response.status == 503
+            and response.elapsed_s >= STUCK_FRACTION * engine.thresholds.sglang_health_s
+        ):
             obs.health = "stuck"
             obs.detail = f"/health HTTP 503 after {response.elapsed_s:.0f} s: no token from the scheduler"
     if obs.health == "ok" and engine.generate_probe:

@@ -80,8 +80,13 @@ def read_metrics(body: bytes) -> MetricsSnapshot:
 
 async def metrics_step(http: Http, engine: EngineConfig, obs: Observation) -> None:
     await shared_metrics_step(
-        http, engine, obs, engine.metrics_url or default_metrics_url(engine.base_url),
-        label=f"metrics (:{METRICS_PORT})", read=read_metrics, unreadable="metrics are not Prometheus text",
+        http,
+        engine,
+        obs,
+        engine.metrics_url or default_metrics_url(engine.base_url),
+        label=f"metrics (:{METRICS_PORT})",
+        read=read_metrics,
+        unreadable="metrics are not Prometheus text",
         missing="metrics have no nv_trt_llm_* or nv_inference_* readings",
     )
 

@@ -58,9 +58,7 @@ def read_json_stats(body: bytes) -> MetricsSnapshot:
     latest = max(stats, key=lambda s: _num(s.get("iter")) or 0.0)
     kv = latest.get("kvCacheStats") or {}
     used, maximum = _num(kv.get("usedNumBlocks")), _num(kv.get("maxNumBlocks"))
-    paused = [
-        _num((s.get("inflightBatchingStats") or {}).get("numPausedRequests")) or 0.0 for s in stats
-    ]
+    paused = [_num((s.get("inflightBatchingStats") or {}).get("numPausedRequests")) or 0.0 for s in stats]
     completed = [_num(s.get("numCompletedRequests")) or 0.0 for s in stats]
     return MetricsSnapshot(
         source="trtllm-json",
@@ -100,8 +98,13 @@ def read_any(body: bytes) -> MetricsSnapshot:
 
 async def metrics_step(http: Http, engine: EngineConfig, obs: Observation) -> None:
     await shared_metrics_step(
-        http, engine, obs, engine.metrics_url or engine.base_url + "/metrics",
-        label="metrics", read=read_any, unreadable="metrics are neither iteration-stats JSON nor Prometheus text",
+        http,
+        engine,
+        obs,
+        engine.metrics_url or engine.base_url + "/metrics",
+        label="metrics",
+        read=read_any,
+        unreadable="metrics are neither iteration-stats JSON nor Prometheus text",
         missing="metrics have no trtllm request or KV readings",
     )
 

@@ -73,8 +73,13 @@ def read_metrics(body: bytes) -> MetricsSnapshot:
 
 async def metrics_step(http: Http, engine: EngineConfig, obs: Observation) -> None:
     await shared_metrics_step(
-        http, engine, obs, engine.metrics_url or engine.base_url + "/metrics",
-        label="/metrics", read=read_metrics, unreadable="/metrics is not Prometheus text",
+        http,
+        engine,
+        obs,
+        engine.metrics_url or engine.base_url + "/metrics",
+        label="/metrics",
+        read=read_metrics,
+        unreadable="/metrics is not Prometheus text",
         missing="/metrics has no vllm:* engine metrics (started with --disable-log-stats?)",
     )
 
@@ -85,7 +90,9 @@ async def generate_step(http: Http, engine: EngineConfig, obs: Observation) -> N
     if not model:
         response, error = await get_step(http, engine, engine.base_url + "/v1/models")
         try:
-            model = json.loads(response.body)["data"][0]["id"] if response is not None and response.ok else None
+            model = (
+                json.loads(response.body)["data"][0]["id"] if response is not None and response.ok else None
+            )
         except (ValueError, KeyError, IndexError, TypeError):
             model = None
         if not model:  # cannot build the probe: say so, but it is not evidence of a stuck engine

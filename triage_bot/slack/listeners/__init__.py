@@ -71,8 +71,15 @@ def durable(deps: Deps, kind: str, handler: Handler) -> tuple[Callable[..., None
     return accept, work
 
 
-def run_once(deps: Deps, kind: str, body: dict[str, Any], client: WebClient | None = None,
-             context: BoltContext | None = None, *, replay: bool = False) -> None:
+def run_once(
+    deps: Deps,
+    kind: str,
+    body: dict[str, Any],
+    client: WebClient | None = None,
+    context: BoltContext | None = None,
+    *,
+    replay: bool = False,
+) -> None:
     """Claim the request's inbox row, do its work, mark it done; nothing when another run has it.
     A replay's row was claimed by the sweep that found it."""
     key = once_key(body)
@@ -105,9 +112,17 @@ def register_all(app: App, deps: Deps) -> None:
         importlib.import_module(f"triage_bot.slack.listeners.{name}").register(app, deps)
 
 
-def post_answer(deps: Deps, client: Any, channel: str, thread_ts: str | None, message: Any,
-                incident_id: int | None, engine: str | None, full_text: Callable[[], str] | None = None,
-                key: str | None = None) -> Any:
+def post_answer(
+    deps: Deps,
+    client: Any,
+    channel: str,
+    thread_ts: str | None,
+    message: Any,
+    incident_id: int | None,
+    engine: str | None,
+    full_text: Callable[[], str] | None = None,
+    key: str | None = None,
+) -> Any:
     """Post an answer in a channel and remember it, so Resolved and repeats can find it later.
 
     `key` (the request's once-only key) makes the post idempotent across timeouts and retries.
@@ -123,8 +138,14 @@ def post_answer(deps: Deps, client: Any, channel: str, thread_ts: str | None, me
         except Exception as exc:
             log.warning("could not remember the posted answer: %s", exc)
     if message.cut and full_text is not None:
-        deps.delivery.upload(channel, thread_ts or response["ts"], "triage-answer.txt", full_text(),
-                             "The full answer", client=client)
+        deps.delivery.upload(
+            channel,
+            thread_ts or response["ts"],
+            "triage-answer.txt",
+            full_text(),
+            "The full answer",
+            client=client,
+        )
     return response
 
 
@@ -136,6 +157,3 @@ def once_key(body: dict[str, Any]) -> str | None:
     if body.get("trigger_id"):
         return f"trigger:{body['trigger_id']}"[:255]
     return None
-
-
-

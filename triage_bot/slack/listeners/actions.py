@@ -51,7 +51,11 @@ def register(app: App, deps: Deps) -> None:
     for action_id, kind, work in (
         (ACTION_ACK, "acknowledge", lambda deps, body, client, _ctx: handle_acknowledge(deps, body, client)),
         (ACTION_RESOLVE, "resolve", lambda deps, body, client, _ctx: handle_resolve(deps, body, client)),
-        (ACTION_WRONG, "wrong_match", lambda deps, body, client, _ctx: handle_wrong_match(deps, body, client)),
+        (
+            ACTION_WRONG,
+            "wrong_match",
+            lambda deps, body, client, _ctx: handle_wrong_match(deps, body, client),
+        ),
         (ACTION_HELPFUL, "helpful", lambda deps, body, _client, _ctx: handle_helpful(deps, body)),
         (ACTION_DETAILS, "details", lambda deps, body, _client, _ctx: handle_details(deps, body)),
         (ACTION_POST, "post", lambda deps, body, client, _ctx: handle_post(deps, body, client)),
@@ -82,8 +86,10 @@ def _tell(deps: Deps, body: dict[str, Any], title: str, text: str = "") -> None:
     """An ephemeral note to the person who clicked."""
     url = body.get("response_url")
     if url:
-        deps.delivery.respond(url, {"response_type": "ephemeral", "replace_original": False,
-                                    **text_message(title, text).kwargs()})
+        deps.delivery.respond(
+            url,
+            {"response_type": "ephemeral", "replace_original": False, **text_message(title, text).kwargs()},
+        )
 
 
 def _incident(deps: Deps, body: dict[str, Any]) -> tuple[HistoryStore, int] | None:
@@ -91,8 +97,12 @@ def _incident(deps: Deps, body: dict[str, Any]) -> tuple[HistoryStore, int] | No
     value = _value(body)
     incident = value.get("i")
     if deps.history is None or not isinstance(incident, int):
-        _tell(deps, body, "This answer has no incident record.",
-              "The incident history was not available when it was posted, so there is nothing to update.")
+        _tell(
+            deps,
+            body,
+            "This answer has no incident record.",
+            "The incident history was not available when it was posted, so there is nothing to update.",
+        )
         return None
     return deps.history, incident
 
@@ -101,8 +111,10 @@ def handle_resolve(deps: Deps, body: dict[str, Any], client: WebClient) -> None:
     user = _user(body)
     if not deps.config.is_admin(user):
         message = refusal("resolve")
-        deps.delivery.respond(body["response_url"], {"response_type": "ephemeral", "replace_original": False,
-                                                     **message.kwargs()})
+        deps.delivery.respond(
+            body["response_url"],
+            {"response_type": "ephemeral", "replace_original": False, **message.kwargs()},
+        )
         return
     found = _incident(deps, body)
     if found is None:
@@ -114,9 +126,17 @@ def handle_resolve(deps: Deps, body: dict[str, Any], client: WebClient) -> None:
         history.record_feedback(incident, user, "resolved")
         return changed
 
-    _change(deps, body, client, incident, resolve, done="resolved",
-            note=f":white_check_mark: Resolved by {_mention(user)}", drop=None,
-            unposted=("Its next repeat opens a new incident.",))
+    _change(
+        deps,
+        body,
+        client,
+        incident,
+        resolve,
+        done="resolved",
+        note=f":white_check_mark: Resolved by {_mention(user)}",
+        drop=None,
+        unposted=("Its next repeat opens a new incident.",),
+    )
 
 
 def handle_acknowledge(deps: Deps, body: dict[str, Any], client: WebClient) -> None:
@@ -125,12 +145,30 @@ def handle_acknowledge(deps: Deps, body: dict[str, Any], client: WebClient) -> N
         return
     history, incident = found
     user = _user(body)
-    _change(deps, body, client, incident, lambda: history.acknowledge(incident, by=user),
-            done="acknowledged", note=f":eyes: Acknowledged by {_mention(user)}", drop=ACTION_ACK)
+    _change(
+        deps,
+        body,
+        client,
+        incident,
+        lambda: history.acknowledge(incident, by=user),
+        done="acknowledged",
+        note=f":eyes: Acknowledged by {_mention(user)}",
+        drop=ACTION_ACK,
+    )
 
 
-def _change(deps: Deps, body: dict[str, Any], client: WebClient, incident: int, apply: Any, *, done: str,
-            note: str, drop: str | None, unposted: tuple[str, ...] = ()) -> None:
+def _change(
+    deps: Deps,
+    body: dict[str, Any],
+    client: WebClient,
+    incident: int,
+    apply: Any,
+    *,
+    done: str,
+    note: str,
+    drop: str | None,
+    unposted: tuple[str, ...] = (),
+) -> None:
     """Apply a change to the incident (`apply` returns False when it was already made), then show who
     made it under the clicked message for everyone, or tell the clicker when there is no message."""
     from triage_bot.history import IncidentNotFound
@@ -148,7 +186,9 @@ def _change(deps: Deps, body: dict[str, Any], client: WebClient, incident: int, 
         _tell(deps, body, f"Incident #{incident} {done}.", *unposted)
 
 
-def _edit(deps: Deps, body: dict[str, Any], client: WebClient, note: dict[str, Any], drop: str | None = None) -> bool:
+def _edit(
+    deps: Deps, body: dict[str, Any], client: WebClient, note: dict[str, Any], drop: str | None = None
+) -> bool:
     """Add `note` under the clicked message for everyone; without the `drop` button, or all buttons."""
     container = body.get("container") or {}
     message = body.get("message")
@@ -159,20 +199,34 @@ def _edit(deps: Deps, body: dict[str, Any], client: WebClient, note: dict[str, A
         if block.get("type") == "actions":
             if drop is None:
                 continue
-            block = {**block, "elements": [e for e in block.get("elements", []) if e.get("action_id") != drop]}
+            block = {
+                **block,
+                "elements": [e for e in block.get("elements", []) if e.get("action_id") != drop],
+            }
             if not block["elements"]:
                 continue
         blocks.append(block)
-    deps.delivery.call("chat.update", client, channel=container.get("channel_id"), ts=container.get("message_ts"),
-                       text=message.get("text", ""), blocks=[*blocks, note])
+    deps.delivery.call(
+        "chat.update",
+        client,
+        channel=container.get("channel_id"),
+        ts=container.get("message_ts"),
+        text=message.get("text", ""),
+        blocks=[*blocks, note],
+    )
     return True
 
 
 def handle_wrong_match(deps: Deps, body: dict[str, Any], client: WebClient) -> None:
     value = _value(body)
     container = body.get("container") or {}
-    metadata = {"i": value.get("i"), "s": value.get("s"), "c": container.get("channel_id"),
-                "t": container.get("message_ts"), "u": body.get("response_url")}
+    metadata = {
+        "i": value.get("i"),
+        "s": value.get("s"),
+        "c": container.get("channel_id"),
+        "t": container.get("message_ts"),
+        "u": body.get("response_url"),
+    }
     view = wrong_match_modal(deps.job.triager.kb, value.get("s"), json.dumps(metadata))
     deps.delivery.call("views.open", client, trigger_id=body["trigger_id"], view=view)
 
@@ -197,7 +251,9 @@ def handle_details(deps: Deps, body: dict[str, Any]) -> None:
     url = body.get("response_url")
     if url:
         message = details_message(sig, engine if isinstance(engine, str) else None)
-        deps.delivery.respond(url, {"response_type": "ephemeral", "replace_original": False, **message.kwargs()})
+        deps.delivery.respond(
+            url, {"response_type": "ephemeral", "replace_original": False, **message.kwargs()}
+        )
 
 
 def handle_post(deps: Deps, body: dict[str, Any], client: WebClient) -> None:
@@ -207,13 +263,28 @@ def handle_post(deps: Deps, body: dict[str, Any], client: WebClient) -> None:
         _tell(deps, body, "That answer is no longer kept.", f"Run `{deps.config.command}` again to post it.")
         return
     user = _user(body)
-    blocks = [context(f"Shared by {_mention(user)} from `{deps.config.command}`"), *without_share_button(share.blocks)]
-    response = post_answer(deps, client, share.channel, None, Message(share.text, blocks[:50]), share.incident_id,
-                           None, key=once_key(body))
+    blocks = [
+        context(f"Shared by {_mention(user)} from `{deps.config.command}`"),
+        *without_share_button(share.blocks),
+    ]
+    response = post_answer(
+        deps,
+        client,
+        share.channel,
+        None,
+        Message(share.text, blocks[:50]),
+        share.incident_id,
+        None,
+        key=once_key(body),
+    )
     if isinstance(response, Failure):
         if response.error in ("not_in_channel", "channel_not_found"):
-            _tell(deps, body, "I can't post in this channel yet.", "Invite me with `/invite @triage-bot`, then "
-                  "press the button again.")
+            _tell(
+                deps,
+                body,
+                "I can't post in this channel yet.",
+                "Invite me with `/invite @triage-bot`, then press the button again.",
+            )
         else:
             _tell(deps, body, "Slack did not take the message.", f"It answered `{response.error}`.")
         return

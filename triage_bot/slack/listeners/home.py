@@ -43,7 +43,9 @@ def _open_incidents(deps: Deps) -> list[str]:
     if deps.history is None:
         return ["_The incident history is not configured._"]
     try:
-        incidents = [i for i in deps.history.history(days=None, limit=200) if i.status in ("open", "acknowledged")]
+        incidents = [
+            i for i in deps.history.history(days=None, limit=200) if i.status in ("open", "acknowledged")
+        ]
     except Exception as exc:
         log.warning("App Home: cannot read incidents: %s", exc)
         return ["_The incident history cannot be read right now._"]
@@ -52,8 +54,10 @@ def _open_incidents(deps: Deps) -> list[str]:
     lines = []
     for inc in incidents[:OPEN_LIMIT]:
         where = f"<#{inc.target}>" if _CHANNEL_ID.match(inc.target or "") else escape(inc.target or "")
-        lines.append(f"`#{inc.id}` `{escape(inc.signature_id)}` · {escape(inc.engine)} · {inc.occurrence_count}× "
-                     f"since {inc.first_seen:%Y-%m-%d %H:%M} · {where}")
+        lines.append(
+            f"`#{inc.id}` `{escape(inc.signature_id)}` · {escape(inc.engine)} · {inc.occurrence_count}× "
+            f"since {inc.first_seen:%Y-%m-%d %H:%M} · {where}"
+        )
     if len(incidents) > OPEN_LIMIT:
         lines.append(f"_…and {len(incidents) - OPEN_LIMIT} more: `{deps.config.command} history`_")
     return lines
@@ -73,13 +77,17 @@ def _chunks(lines: list[str]) -> list[dict[str, Any]]:
 
 
 def home_view(deps: Deps) -> dict[str, Any]:
-    blocks: list[dict[str, Any]] = [header("triage-bot"),
-                                    context(f"Paste an engine error in a channel I'm in, or try "
-                                            f"`{deps.config.command} help`.")]
+    blocks: list[dict[str, Any]] = [
+        header("triage-bot"),
+        context(f"Paste an engine error in a channel I'm in, or try `{deps.config.command} help`."),
+    ]
     blocks += [{"type": "divider"}, section("*Open incidents*"), *_chunks(_open_incidents(deps))]
     engines, empty = deps.integrations.engines()
-    blocks += [{"type": "divider"}, section("*Engine health*"),
-               *_chunks([line.mrkdwn() for line in engines] or [escape(empty)])]
+    blocks += [
+        {"type": "divider"},
+        section("*Engine health*"),
+        *_chunks([line.mrkdwn() for line in engines] or [escape(empty)]),
+    ]
     digest, no_digest = deps.integrations.digest()
     blocks += [{"type": "divider"}, section("*Digest of the week*")]
     if digest is None:

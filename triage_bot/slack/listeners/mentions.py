@@ -35,8 +35,9 @@ def register(app: App, deps: Deps) -> None:
     deps.surfaces.events.update(EVENTS)
 
 
-def handle_mention(deps: Deps, body: dict[str, Any], event: dict[str, Any], client: WebClient,
-                   context: BoltContext) -> None:
+def handle_mention(
+    deps: Deps, body: dict[str, Any], event: dict[str, Any], client: WebClient, context: BoltContext
+) -> None:
     event_id = body.get("event_id")
     channel = event.get("channel") or ""
     thread_ts = event.get("thread_ts") or event.get("ts")
@@ -47,7 +48,18 @@ def handle_mention(deps: Deps, body: dict[str, Any], event: dict[str, Any], clie
         message = text_message("I could not read the attachment.", "\n".join(problems))
         deps.delivery.post(channel, message.kwargs(), thread_ts=thread_ts, client=client)
         return
-    result = deps.commands.run(text, user=user, channel=channel, key=event_id, thread_ts=thread_ts, notes=problems)
+    result = deps.commands.run(
+        text, user=user, channel=channel, key=event_id, thread_ts=thread_ts, notes=problems
+    )
     match = result.triaged.answer.match if result.triaged else None
-    post_answer(deps, client, channel, thread_ts, result.message, result.incident_id, match.engine if match else None,
-                result.triaged.full_text if result.triaged else None, key=event_id)
+    post_answer(
+        deps,
+        client,
+        channel,
+        thread_ts,
+        result.message,
+        result.incident_id,
+        match.engine if match else None,
+        result.triaged.full_text if result.triaged else None,
+        key=event_id,
+    )

@@ -47,8 +47,9 @@ def register(app: App, deps: Deps) -> None:
     deps.surfaces.events.update(EVENTS)
 
 
-def handle_message(deps: Deps, body: dict[str, Any], event: dict[str, Any], client: WebClient,
-                   context: BoltContext) -> None:
+def handle_message(
+    deps: Deps, body: dict[str, Any], event: dict[str, Any], client: WebClient, context: BoltContext
+) -> None:
     config = deps.config
     if (event.get("bot_id") or event.get("subtype") == "bot_message") and not config.reply_to_bots:
         return
@@ -75,11 +76,22 @@ def handle_message(deps: Deps, body: dict[str, Any], event: dict[str, Any], clie
     if not explicit and triaged.muted_until:
         return  # muted: recorded, not posted
     match = triaged.answer.match
-    post_answer(deps, client, channel, thread_ts, triaged.message(short_repeat=not explicit), triaged.incident_id,
-                match.engine if match else None, triaged.full_text, key=event_id)
+    post_answer(
+        deps,
+        client,
+        channel,
+        thread_ts,
+        triaged.message(short_repeat=not explicit),
+        triaged.incident_id,
+        match.engine if match else None,
+        triaged.full_text,
+        key=event_id,
+    )
 
 
-def _post_problems(deps: Deps, client: WebClient, channel: str, thread_ts: str | None, problems: list[str]) -> None:
+def _post_problems(
+    deps: Deps, client: WebClient, channel: str, thread_ts: str | None, problems: list[str]
+) -> None:
     from triage_bot.slack.blocks import text_message
 
     message = text_message("I could not read the attachment.", "\n".join(problems))

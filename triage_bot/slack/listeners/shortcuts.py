@@ -26,7 +26,9 @@ NOT_IN_CHANNEL = ("not_in_channel", "channel_not_found", "is_archived")
 
 
 def register(app: App, deps: Deps) -> None:
-    accept, on_shortcut = durable(deps, "shortcut", lambda deps, body, client, _context: handle_shortcut(deps, body, client))
+    accept, on_shortcut = durable(
+        deps, "shortcut", lambda deps, body, client, _context: handle_shortcut(deps, body, client)
+    )
     callback_id = deps.config.shortcut_callback_id
     app.message_shortcut(callback_id)(ack=accept, lazy=[on_shortcut])
     deps.surfaces.shortcuts.add(callback_id)
@@ -39,8 +41,10 @@ def handle_shortcut(deps: Deps, shortcut: dict[str, Any], client: WebClient) -> 
     thread_ts = message.get("thread_ts") or message.get("ts")
     text, problems = deps.job.gather(client, message.get("text", ""), message.get("files"))
     if not text.strip():
-        reply = text_message("There is nothing to triage in that message.",
-                             "\n".join(problems) or "It has no text and no readable file.")
+        reply = text_message(
+            "There is nothing to triage in that message.",
+            "\n".join(problems) or "It has no text and no readable file.",
+        )
         deps.delivery.respond(shortcut["response_url"], {"response_type": "ephemeral", **reply.kwargs()})
         return
     # keyed on the message: choosing the shortcut twice on one message records one occurrence
@@ -49,10 +53,27 @@ def handle_shortcut(deps: Deps, shortcut: dict[str, Any], client: WebClient) -> 
     triaged.notes.extend(problems)
     answer = triaged.message()
     match = triaged.answer.match
-    response = post_answer(deps, client, channel, thread_ts, answer, triaged.incident_id,
-                           match.engine if match else None, triaged.full_text, key=once_key(shortcut))
+    response = post_answer(
+        deps,
+        client,
+        channel,
+        thread_ts,
+        answer,
+        triaged.incident_id,
+        match.engine if match else None,
+        triaged.full_text,
+        key=once_key(shortcut),
+    )
     if isinstance(response, Failure) and response.error in NOT_IN_CHANNEL:
-        hint = text_message("I'm not in this channel, so only you see this answer.",
-                            "Invite me with `/invite @triage-bot` to answer in threads here.")
-        deps.delivery.respond(shortcut["response_url"], {
-            "response_type": "ephemeral", "text": answer.text, "blocks": [*hint.blocks, *answer.blocks][:50]})
+        hint = text_message(
+            "I'm not in this channel, so only you see this answer.",
+            "Invite me with `/invite @triage-bot` to answer in threads here.",
+        )
+        deps.delivery.respond(
+            shortcut["response_url"],
+            {
+                "response_type": "ephemeral",
+                "text": answer.text,
+                "blocks": [*hint.blocks, *answer.blocks][:50],
+            },
+        )

@@ -24,13 +24,16 @@ log = logging.getLogger(__name__)
 
 
 def register(app: App, deps: Deps) -> None:
-    accept, on_command = durable(deps, "command", lambda deps, body, _client, _context: handle_command(deps, body))
+    accept, on_command = durable(
+        deps, "command", lambda deps, body, _client, _context: handle_command(deps, body)
+    )
     app.command(deps.config.command)(ack=accept, lazy=[on_command])
     deps.surfaces.commands.add(deps.config.command)
 
 
-def ephemeral(deps: Deps, message: Message, *, channel: str, user: str, kind: str,
-              incident_id: int | None = None) -> dict[str, Any]:
+def ephemeral(
+    deps: Deps, message: Message, *, channel: str, user: str, kind: str, incident_id: int | None = None
+) -> dict[str, Any]:
     """The response_url body of an ephemeral reply, with "Post to channel" when it can be kept."""
     if deps.store is not None and channel:
         try:
@@ -45,6 +48,7 @@ def handle_command(deps: Deps, command: dict[str, Any]) -> None:
     user = command.get("user_id") or ""
     channel = command.get("channel_id") or ""
     result = deps.commands.run(from_slack(command.get("text", "")), user=user, channel=channel)
-    body = ephemeral(deps, result.message, channel=channel, user=user, kind=result.kind,
-                     incident_id=result.incident_id)
+    body = ephemeral(
+        deps, result.message, channel=channel, user=user, kind=result.kind, incident_id=result.incident_id
+    )
     deps.delivery.respond(command["response_url"], body)

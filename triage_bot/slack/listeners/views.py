@@ -21,7 +21,10 @@ log = logging.getLogger(__name__)
 
 def register(app: App, deps: Deps) -> None:
     accept, on_wrong_match = durable(
-        deps, "wrong_match_view", lambda deps, body, _client, _ctx: handle_wrong_match(deps, body, body.get("view") or {}))
+        deps,
+        "wrong_match_view",
+        lambda deps, body, _client, _ctx: handle_wrong_match(deps, body, body.get("view") or {}),
+    )
     app.view(WRONG_MATCH_VIEW)(ack=accept, lazy=[on_wrong_match])
     deps.surfaces.views.add(WRONG_MATCH_VIEW)
 
@@ -48,5 +51,11 @@ def handle_wrong_match(deps: Deps, body: dict[str, Any], view: dict[str, Any]) -
     if meta.get("u"):
         said = f"`{escape(correct)}`" if correct else "none of the known signatures"
         title = "Thanks, recorded." if recorded else "Thanks."
-        deps.delivery.respond(meta["u"], {"response_type": "ephemeral", "replace_original": False,
-                                          **text_message(title, f"You said it was {said}.").kwargs()})
+        deps.delivery.respond(
+            meta["u"],
+            {
+                "response_type": "ephemeral",
+                "replace_original": False,
+                **text_message(title, f"You said it was {said}.").kwargs(),
+            },
+        )
