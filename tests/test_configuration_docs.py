@@ -12,8 +12,8 @@ from triage_bot.slack.config import SlackConfig
 DOC = (Path(__file__).resolve().parents[1] / "docs" / "configuration.md").read_text(encoding="utf-8")
 CLASSES: tuple[type[EnvSettings], ...] = (Settings, SlackConfig, SchedulerSettings)
 # the engines file's path, read where the file is loaded (triage_bot/health/config.py), and the
-# knowledge cache, read before any settings (triage_bot/kb/cache.py)
-OTHERS = {"TRIAGE_ENGINES", "TRIAGE_CACHE_DIR"}
+# knowledge cache and the extra knowledge directories, read before any settings (triage_bot/kb/)
+OTHERS = {"TRIAGE_ENGINES", "TRIAGE_CACHE_DIR", "TRIAGE_KNOWLEDGE_PATH"}
 
 
 def test_every_variable_is_documented() -> None:

@@ -33,9 +33,9 @@ def _builds(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     calls: list[int] = []
     real = loader.collect_problems
 
-    def counted(directory: Path | None = None):  # type: ignore[no-untyped-def]
+    def counted(*args, **kwargs):  # type: ignore[no-untyped-def]
         calls.append(1)
-        return real(directory)
+        return real(*args, **kwargs)
 
     monkeypatch.setattr(loader, "collect_problems", counted)
     return calls
@@ -58,6 +58,33 @@ def test_a_second_load_reads_the_cache_and_an_edit_misses_it(
     load(knowledge)
     assert builds == [1, 1]
     assert len(list(where.glob("kb-*.pickle"))) == 1  # the stale file is replaced, not kept
+
+
+def test_an_extra_knowledge_directory_is_part_of_the_key(
+    where: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    site = where.parent / "site"
+    site.mkdir()
+    (site / "disk.yaml").write_text(
+        "signatures:\n"
+        "  - id: generic.site_disk_full\n    engine: generic\n    title: Disk full on the model cache\n"
+        "    severity: high\n    patterns: ['No space left on device']\n"
+        '    messages: ["OSError: [Errno 28] No space left on device"]\n'
+        '    examples: ["OSError: [Errno 28] No space left on device", "No space left on device"]\n'
+        "    cause: The disk that holds the model cache is full.\n    recovery: '$ df -h'\n"
+        "    faq: Free space on the model cache's disk.\n",
+        encoding="utf-8",
+    )
+    builds = _builds(monkeypatch)
+    assert "generic.site_disk_full" not in load().by_id
+    monkeypatch.setenv("TRIAGE_KNOWLEDGE_PATH", str(site))
+    assert "generic.site_disk_full" in load().by_id  # not the bundled knowledge base's cache entry
+    assert builds == [1, 1]
+    load()
+    assert builds == [1, 1]  # then read back
+    (site / "disk.yaml").write_text((site / "disk.yaml").read_text(encoding="utf-8") + "\n", encoding="utf-8")
+    load()
+    assert builds == [1, 1, 1]  # an edit in the extra directory misses it
 
 
 def test_a_broken_knowledge_base_is_never_cached(knowledge: Path, where: Path) -> None:

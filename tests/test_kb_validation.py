@@ -107,3 +107,68 @@ def test_bundled_kb_covers_the_shared_taxonomy() -> None:
     kb = load()
     assert len(ids) == 120
     assert ids <= set(kb.by_id), sorted(ids - set(kb.by_id))
+
+
+# -- engines come from the knowledge files' `engine:` headers ------------------------------------
+
+GENERIC = """\
+signatures:
+  - id: generic.disk_full
+    engine: generic
+    title: No space left on device
+    severity: high
+    patterns: ['No space left on device']
+    messages: ["OSError: [Errno 28] No space left on device"]
+    examples: ["OSError: [Errno 28] No space left on device", "No space left on device: '/tmp/x'"]
+    cause: The disk the engine writes to (cache, weights, logs) is full.
+    recovery: "$ df -h"
+    faq: Free space or point the cache at a larger disk.
+"""
+
+
+def test_a_generic_signature_needs_only_a_default_recovery(tmp_path: Path) -> None:
+    kb = load(write_kb(tmp_path, **{"generic.yaml": GENERIC}), use_cache=False)
+    assert kb.by_id["generic.disk_full"].recovery_template("vllm") == "$ df -h"
+
+
+def test_an_engine_no_file_defines_is_an_error(tmp_path: Path) -> None:
+    other = MINI_ENGINE.replace(
+        "engine: vllm\n    title: EngineCore", "engine: lmdeploy\n    title: EngineCore"
+    )
+    errors = _errors(write_kb(tmp_path, **{"vllm.yaml": other}))
+    assert any(
+        "engine 'lmdeploy' is not defined by any knowledge file (engines: vllm" in e for e in errors
+    ), errors
+
+
+def test_an_id_prefix_that_is_no_engine_is_an_error(tmp_path: Path) -> None:
+    other = MINI_ENGINE.replace("id: vllm.engine_core_dead", "id: lmdeploy.engine_core_dead")
+    errors = _errors(write_kb(tmp_path, **{"vllm.yaml": other}))
+    assert any("id prefix 'lmdeploy' is not a known tier" in e for e in errors), errors
+
+
+def test_a_recovery_for_an_engine_no_file_defines_is_an_error(tmp_path: Path) -> None:
+    per_engine = GENERIC.replace(
+        'recovery: "$ df -h"', 'recovery: {default: "$ df -h", lmdeploy: "$ du -sh ~"}'
+    )
+    errors = _errors(write_kb(tmp_path, **{"generic.yaml": per_engine}))
+    assert any(
+        "generic.disk_full: per-engine texts name engines no knowledge file defines" in e for e in errors
+    )
+
+
+def test_an_extra_directory_adds_an_engine_and_may_not_hold_the_faq(tmp_path: Path) -> None:
+    main = write_kb(tmp_path / "main")
+    extra = tmp_path / "site"
+    extra.mkdir()
+    engine = MINI_ENGINE.replace("  id: vllm\n  name: vLLM", "  id: lmdeploy\n  name: LMDeploy")
+    engine = engine.replace("vllm.", "lmdeploy.").replace("engine: vllm", "engine: lmdeploy")
+    (extra / "lmdeploy.yaml").write_text(engine, encoding="utf-8")
+    kb, problems = collect_problems(main, [extra])
+    assert kb is not None, problems
+    assert list(kb.engines) == ["vllm", "lmdeploy"]
+    assert kb.source["lmdeploy.engine_core_dead"][0] == str(extra / "lmdeploy.yaml")
+    (extra / "faq.yaml").write_text("faq: []\n", encoding="utf-8")
+    kb, problems = collect_problems(main, [extra])
+    assert kb is None
+    assert any("faq.yaml" in str(p) and "main knowledge directory" in str(p) for p in problems)

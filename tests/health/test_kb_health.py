@@ -16,7 +16,12 @@ HEALTH = DEFAULT_DIR / "health.yaml"
 
 @pytest.fixture(scope="module")
 def triager(tmp_path_factory) -> Triager:
-    directory = write_kb(tmp_path_factory.mktemp("kb"))
+    # the engines health.yaml has texts for: their headers, without their signatures
+    headers = {
+        f"{engine}.yaml": f"engine:\n  id: {engine}\n  name: {engine}\n  detect:\n    - {{pattern: '{engine}/'}}\n"
+        for engine in ("sglang", "trtllm")
+    }
+    directory = write_kb(tmp_path_factory.mktemp("kb"), **headers)
     shutil.copy(HEALTH, directory / "health.yaml")
     return Triager(load(directory))
 

@@ -6,9 +6,16 @@ import pytest
 
 from triage_bot.core import default_triager
 from triage_bot.kb.schema import AREA_MODEL
-from triage_bot.matching.exceptions import area_of_object, missing_submodule, read_exception, version_skew
+from triage_bot.matching.exceptions import (
+    EnginePackages,
+    area_of_object,
+    missing_submodule,
+    read_exception,
+    version_skew,
+)
 from triage_bot.text.normalize import normalize
 
+PACKAGES = default_triager().kb.engine_packages  # from the knowledge files: vllm, sglang, tensorrt_llm
 FRAME = '  File "/usr/local/lib/python3.12/site-packages/{pkg}/x.py", line 3, in f\n    g()\n'
 
 
@@ -16,7 +23,7 @@ def skew_of(text: str, engine: str | None = "vllm") -> tuple[str, str, str] | No
     norm = normalize(text)
     raised = read_exception(norm)
     assert raised is not None
-    found = version_skew(norm, raised, engine)
+    found = version_skew(norm, raised, EnginePackages.of(PACKAGES, engine))
     return (found.package, found.other, found.name) if found else None
 
 
@@ -81,9 +88,13 @@ def test_the_same_shapes_in_the_engines_own_code_are_not_skew(text: str) -> None
 
 
 def test_a_missing_top_level_module_is_not_skew_but_a_missing_submodule_is() -> None:
-    assert missing_submodule(normalize("No module named 'flash_attn'"), "vllm") is None
+    assert (
+        missing_submodule(normalize("No module named 'flash_attn'"), EnginePackages.of(PACKAGES, "vllm"))
+        is None
+    )
     found = missing_submodule(
-        normalize("Ignore import error: No module named 'transformers.models.x'"), "sglang"
+        normalize("Ignore import error: No module named 'transformers.models.x'"),
+        EnginePackages.of(PACKAGES, "sglang"),
     )
     assert found is not None and (found.package, found.other) == ("transformers", "sglang")
 

@@ -9,9 +9,6 @@ from pathlib import Path
 import click
 
 from triage_bot.kb.loader import KnowledgeBase, Problem, collect_problems
-from triage_bot.kb.schema import ENGINES
-
-ENGINE_ORDER = list(ENGINES)
 
 
 @click.group()
@@ -137,9 +134,7 @@ def engines(as_json: bool) -> None:
             )
         )
         return
-    ordered = sorted(
-        kb_.engines.values(), key=lambda e: (ENGINE_ORDER.index(e.id) if e.id in ENGINE_ORDER else 99, e.id)
-    )
+    ordered = sorted(kb_.engines.values(), key=lambda e: (e.order, e.id))
     table = Table(title=" vs ".join(e.name for e in ordered), show_lines=True)
     table.add_column("Dimension", style="bold")
     for engine in ordered:

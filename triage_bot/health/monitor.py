@@ -108,10 +108,11 @@ def kb_text(signature_id: str, kind: str, values: dict[str, Any]) -> tuple[str, 
         from triage_bot.answer import render_recovery
         from triage_bot.core import default_triager
 
-        sig = default_triager().kb.get(signature_id)
+        kb = default_triager().kb
+        sig = kb.get(signature_id)
         if sig is None:
             return signature_id, "", ""
-        engine = kind if kind in ("vllm", "sglang", "trtllm") else None
+        engine = kind if kind in kb.engines else None  # a probe kind that is a knowledge engine
         recovery, _ = render_recovery(sig, values, engine)
         return sig.title, recovery, sig.faq
     except Exception as exc:  # the knowledge base is validated at start-up; this is a last resort

@@ -21,7 +21,7 @@ import pickle
 import stat
 import sys
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TypeVar
 
@@ -38,11 +38,11 @@ def cache_dir() -> Path:
     return Path(user_cache_dir("triage-bot", appauthor=False))
 
 
-def key(directory: Path) -> str:
+def key(directories: Sequence[Path]) -> str:
     """Changes whenever a knowledge file, the code that reads it or the interpreter changes."""
-    digest = hashlib.sha256(f"{sys.version}\0{directory.resolve()}".encode())
+    digest = hashlib.sha256("\0".join([sys.version, *(str(d.resolve()) for d in directories)]).encode())
     code = sorted(Path(__file__).parent.glob("*.py"))
-    for path in [*code, *sorted(directory.glob("*.yaml"))]:
+    for path in [*code, *(path for d in directories for path in sorted(d.glob("*.yaml")))]:
         info = path.stat()
         digest.update(f"\0{path.name}\0{info.st_size}\0{info.st_mtime_ns}".encode())
     return digest.hexdigest()[:24]
@@ -54,11 +54,11 @@ def _private(path: Path) -> bool:
     return info.st_uid == os.getuid() and not info.st_mode & (stat.S_IWGRP | stat.S_IWOTH)
 
 
-def cached(directory: Path, build: Callable[[], T], where: Path | None = None) -> T:
-    """The value `build()` returns for this knowledge directory, from the cache when it is current."""
+def cached(directories: Sequence[Path], build: Callable[[], T], where: Path | None = None) -> T:
+    """The value `build()` returns for these knowledge directories, from the cache when it is current."""
     where = where or cache_dir()
     try:
-        file = where / f"{PREFIX}{key(directory)}.pickle"
+        file = where / f"{PREFIX}{key(directories)}.pickle"
     except OSError:
         return build()
     try:

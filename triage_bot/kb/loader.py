@@ -6,7 +6,9 @@ but `collect_problems` returns every error at once so that `triage-bot kb lint` 
 
 from __future__ import annotations
 
+import os
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from importlib.resources import files
 from pathlib import Path
@@ -20,6 +22,9 @@ from triage_bot.kb.regex import RegexError, compile_pattern
 from triage_bot.kb.schema import (
     AREA_CORE,
     AREA_MODEL,
+    FAMILY_PREFIXES,
+    NEUTRAL_ENGINES,
+    SHARED_PREFIXES,
     EngineInfo,
     FaqEntry,
     FaqFile,
@@ -33,6 +38,15 @@ from triage_bot.templating import check_template
 # package data, so a wheel install finds it as a checkout does (knowledge/ at the top is a link here)
 DEFAULT_DIR = Path(str(files("triage_bot") / "knowledge"))
 SPECIAL_FILES = {"faq.yaml", "taxonomy.yaml"}
+KNOWLEDGE_PATH = "TRIAGE_KNOWLEDGE_PATH"
+
+
+def extra_dirs() -> tuple[Path, ...]:
+    """More knowledge directories (TRIAGE_KNOWLEDGE_PATH, separated like PATH), loaded after the
+    bundled one: a site's own engines and signatures, kept out of the package so upgrades keep
+    them. Read here, not through the settings, because the knowledge base loads before them."""
+    value = os.environ.get(KNOWLEDGE_PATH, "")
+    return tuple(Path(part) for part in value.split(os.pathsep) if part.strip())
 
 
 @dataclass(frozen=True)
@@ -84,12 +98,14 @@ class LoadedFile:
             return 1
 
 
-def _load_file(path: Path, model_cls: type[KnowledgeFile | FaqFile | TaxonomyFile]) -> LoadedFile:
+def _load_file(
+    path: Path, model_cls: type[KnowledgeFile | FaqFile | TaxonomyFile], name: str = ""
+) -> LoadedFile:
     import yaml  # only when the cache misses: 15 ms of every start otherwise
 
     from triage_bot.kb.yaml_lines import LineDict, LineLoader
 
-    name = path.name
+    name = name or path.name
     try:
         raw = yaml.load(path.read_text(encoding="utf-8"), Loader=LineLoader)
     except yaml.MarkedYAMLError as exc:
@@ -127,6 +143,53 @@ def _check_signature(sig: Signature, file: str, line: int) -> list[Problem]:
         except TemplateSyntaxError as exc:
             problems.append(
                 Problem(file, line + (exc.lineno or 0), f"{sig.id}: recovery template: {exc.message}")
+            )
+    return problems
+
+
+def _engine_problems(
+    signatures: list[Signature], engines: dict[str, EngineInfo], source: dict[str, tuple[str, int]]
+) -> list[Problem]:
+    """What names an engine must name one that a knowledge file's `engine:` header defines."""
+    known = set(engines)
+    listed = ", ".join(sorted(known)) or "none"
+    problems: list[Problem] = []
+    for sig in signatures:
+        file, line = source[sig.id]
+        if sig.engine_specific and sig.engine not in known:
+            problems.append(
+                Problem(
+                    file,
+                    line,
+                    f"{sig.id}: engine {sig.engine!r} is not defined by any knowledge file "
+                    f"(engines: {listed}; or one of {', '.join(NEUTRAL_ENGINES)})",
+                )
+            )
+        if not sig.is_family and sig.prefix not in known and sig.prefix not in SHARED_PREFIXES:
+            problems.append(
+                Problem(
+                    file,
+                    line,
+                    f"{sig.id}: id prefix {sig.prefix!r} is not a known tier "
+                    f"(an engine: {listed}; {', '.join(SHARED_PREFIXES)}; or a family)",
+                )
+            )
+        if sig.prefix in known and sig.engine != sig.prefix:
+            problems.append(
+                Problem(
+                    file,
+                    line,
+                    f"{sig.id}: engine must be {sig.prefix!r} for an id starting with {sig.prefix}.",
+                )
+            )
+        unknown = sig.engine_keys() - known
+        if unknown:
+            problems.append(
+                Problem(
+                    file,
+                    line,
+                    f"{sig.id}: per-engine texts name engines no knowledge file defines: {sorted(unknown)}",
+                )
             )
     return problems
 
@@ -170,21 +233,46 @@ class KnowledgeBase:
     def get(self, sig_id: str) -> Signature | None:
         return self.by_id.get(sig_id)
 
+    @property
+    def engine_packages(self) -> dict[str, str]:
+        """Each engine's id -> the Python package it installs as."""
+        return {engine_id: info.import_name for engine_id, info in self.engines.items()}
 
-def collect_problems(directory: Path | None = None) -> tuple[KnowledgeBase | None, list[Problem]]:
-    """Load and validate every file; return the knowledge base (None on errors) and all problems."""
+
+def knowledge_files(directory: Path, extra: Sequence[Path]) -> list[tuple[Path, str]]:
+    """Every engine and signature file with the name problems call it by: the main directory's
+    files by name, then each extra directory's by path."""
+    files = [(path, path.name) for path in sorted(directory.glob("*.yaml")) if path.name not in SPECIAL_FILES]
+    for more in extra:
+        files += [(path, str(path)) for path in sorted(more.glob("*.yaml"))]
+    return files
+
+
+def collect_problems(
+    directory: Path | None = None, extra: Sequence[Path] | None = None
+) -> tuple[KnowledgeBase | None, list[Problem]]:
+    """Load and validate every file; return the knowledge base (None on errors) and all problems.
+
+    `extra` directories add engines and signatures; by default they are TRIAGE_KNOWLEDGE_PATH's
+    when the bundled knowledge base is loaded, and none when another directory is given."""
+    if extra is None:
+        extra = extra_dirs() if directory is None else ()
     directory = Path(directory or DEFAULT_DIR)
     problems: list[Problem] = []
-    if not directory.is_dir():
-        return None, [Problem(str(directory), 0, "knowledge directory not found")]
+    for where in (directory, *extra):
+        if not where.is_dir():
+            problems.append(Problem(str(where), 0, "knowledge directory not found"))
+    if problems:
+        return None, problems
 
     signatures: list[Signature] = []
     source: dict[str, tuple[str, int]] = {}
     engines: dict[str, EngineInfo] = {}
-    for path in sorted(directory.glob("*.yaml")):
+    for path, name in knowledge_files(directory, extra):
         if path.name in SPECIAL_FILES:
+            problems.append(Problem(name, 1, "the FAQ and the taxonomy live in the main knowledge directory"))
             continue
-        loaded = _load_file(path, KnowledgeFile)
+        loaded = _load_file(path, KnowledgeFile, name)
         problems.extend(loaded.problems)
         if loaded.model is None:
             continue
@@ -192,23 +280,25 @@ def collect_problems(directory: Path | None = None) -> tuple[KnowledgeBase | Non
         if loaded.model.engine is not None:
             info = loaded.model.engine
             if info.id in engines:
-                problems.append(Problem(path.name, 1, f"engine {info.id!r} is defined twice"))
+                problems.append(Problem(name, 1, f"engine {info.id!r} is defined twice"))
+            if info.id in (*NEUTRAL_ENGINES, *SHARED_PREFIXES, *FAMILY_PREFIXES):
+                problems.append(Problem(name, 1, f"engine id {info.id!r} is taken by a tier"))
             engines[info.id] = info
             for clue in info.detect:
                 try:
                     compile_pattern(clue.pattern)
                 except RegexError as exc:
-                    problems.append(Problem(path.name, 1, f"engine clue {clue.pattern!r}: {exc}"))
+                    problems.append(Problem(name, 1, f"engine clue {clue.pattern!r}: {exc}"))
         for index, sig in enumerate(loaded.model.signatures):
             line = loaded.line_of_signature(index)
             if sig.id in source:
                 first_file, first_line = source[sig.id]
                 problems.append(
-                    Problem(path.name, line, f"duplicate id {sig.id!r} (first at {first_file}:{first_line})")
+                    Problem(name, line, f"duplicate id {sig.id!r} (first at {first_file}:{first_line})")
                 )
                 continue
-            source[sig.id] = (path.name, line)
-            problems.extend(_check_signature(sig, path.name, line))
+            source[sig.id] = (name, line)
+            problems.extend(_check_signature(sig, name, line))
             signatures.append(sig)
 
     faq: list[FaqEntry] = []
@@ -242,6 +332,7 @@ def collect_problems(directory: Path | None = None) -> tuple[KnowledgeBase | Non
     else:
         problems.append(Problem("taxonomy.yaml", 0, "taxonomy.yaml is missing"))
 
+    problems.extend(_engine_problems(signatures, engines, source))
     families = {s.id for s in signatures if s.is_family}
     for info in engines.values():
         for prefix, family in info.areas.items():
@@ -274,17 +365,18 @@ def load(directory: Path | None = None, *, use_cache: bool = True) -> KnowledgeB
     A knowledge base validated by an earlier process is read from the cache (triage_bot/kb/cache.py);
     a broken one is never cached, so its problems are raised every time.
     """
+    extra = extra_dirs() if directory is None else ()
     directory = Path(directory or DEFAULT_DIR)
 
     def validated() -> KnowledgeBase:
-        kb, problems = collect_problems(directory)
+        kb, problems = collect_problems(directory, extra)
         if kb is None:
             raise KnowledgeBaseError([p for p in problems if p.level == "error"])
         kb.read_needs()
         return kb
 
-    if not use_cache or not directory.is_dir():
+    if not use_cache or not all(d.is_dir() for d in (directory, *extra)):
         return validated()
     from triage_bot.kb.cache import cached
 
-    return cached(directory, validated)
+    return cached((directory, *extra), validated)

@@ -1,7 +1,9 @@
 """The knowledge-base schema: what a signature, an engine and an FAQ entry may contain.
 
 Every model forbids unknown keys, so a typo in a YAML file is an error at load time instead of a
-field that is silently ignored.
+field that is silently ignored. No engine is named here: the engines are the knowledge files'
+`engine:` headers, and what refers to an engine (a signature's `engine`, its id prefix, a
+per-engine recovery) is checked against them when the whole knowledge base is loaded (loader.py).
 """
 
 from __future__ import annotations
@@ -12,8 +14,11 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 Severity = Literal["critical", "high", "medium", "low", "info"]
-ENGINES: tuple[str, ...] = ("vllm", "sglang", "trtllm")
-SPECIFIC_PREFIXES: tuple[str, ...] = ("vllm", "sglang", "trtllm", "generic", "health")
+# a signature's `engine` when it belongs to no one engine: printed by every engine, or by none
+NEUTRAL_ENGINES: tuple[str, ...] = ("generic", "any")
+# id prefixes of specific signatures that are no engine's: besides these, a specific prefix is an engine id
+SHARED_PREFIXES: tuple[str, ...] = ("generic", "health")
+ENGINE_ID_RE = re.compile(r"^[a-z][a-z0-9_]*$")
 FAMILY_PREFIXES: tuple[str, ...] = (
     "component",
     "install",
@@ -59,18 +64,15 @@ class Protocol(Strict):
 
     @field_validator("report")
     @classmethod
-    def _report_engines(cls, value: dict[str, str]) -> dict[str, str]:
-        unknown = set(value) - {*ENGINES, "default"}
-        if unknown:
-            raise ValueError(f"report has unknown engine keys: {sorted(unknown)}")
-        return value
+    def _report_keys(cls, value: dict[str, str]) -> dict[str, str]:
+        return _engine_keys(value, "report")
 
 
 class Signature(Strict):
     """One failure mode: how to recognise it, and what to tell the person who hit it."""
 
     id: str
-    engine: Literal["vllm", "sglang", "trtllm", "generic", "any"]
+    engine: str = Field(pattern=ENGINE_ID_RE.pattern)  # an engine id, or one of NEUTRAL_ENGINES
     title: str = Field(min_length=3, max_length=140)
     severity: Severity
     wrapper: bool = False
@@ -94,18 +96,13 @@ class Signature(Strict):
     def _id_shape(cls, value: str) -> str:
         if not ID_RE.match(value):
             raise ValueError(f"id {value!r} must look like 'prefix.snake_name'")
-        prefix = value.split(".", 1)[0]
-        if prefix not in SPECIFIC_PREFIXES + FAMILY_PREFIXES:
-            raise ValueError(f"id prefix {prefix!r} is not a known tier")
-        return value
+        return value  # whether the prefix is a tier or an engine is known once every file is read
 
     @field_validator("recovery")
     @classmethod
     def _recovery_keys(cls, value: str | dict[str, str]) -> str | dict[str, str]:
         if isinstance(value, dict):
-            unknown = set(value) - {*ENGINES, "default"}
-            if unknown:
-                raise ValueError(f"recovery has unknown engine keys: {sorted(unknown)}")
+            _engine_keys(value, "recovery")
             if "default" not in value:
                 raise ValueError("a per-engine recovery needs a 'default' template too")
         return value
@@ -122,12 +119,6 @@ class Signature(Strict):
                 raise ValueError("a specific signature needs at least one pattern")
             if not self.messages:
                 raise ValueError("a specific signature needs at least one canonical message")
-        if self.prefix == "generic" and (
-            not isinstance(self.recovery, dict) or not set(ENGINES) <= set(self.recovery)
-        ):
-            raise ValueError("a generic.* signature needs a recovery template for each engine")
-        if self.prefix in ENGINES and self.engine != self.prefix:
-            raise ValueError(f"engine must be {self.prefix!r} for an id starting with {self.prefix}.")
         return self
 
     @property
@@ -144,6 +135,18 @@ class Signature(Strict):
         return self.prefix in FAMILY_PREFIXES
 
     @property
+    def engine_specific(self) -> bool:
+        """True when the signature is one engine's (its `engine` is an engine id, not generic/any)."""
+        return self.engine not in NEUTRAL_ENGINES
+
+    def engine_keys(self) -> set[str]:
+        """The engines this signature's per-engine texts name (recovery and protocol report keys)."""
+        keys = set(self.recovery) if isinstance(self.recovery, dict) else set()
+        if self.protocol is not None:
+            keys |= set(self.protocol.report)
+        return keys - {"default"}
+
+    @property
     def tier(self) -> str:
         return "family" if self.is_family else "specific"
 
@@ -157,10 +160,15 @@ class Signature(Strict):
 
 
 class EngineInfo(Strict):
-    """An engine's identity, the clues that reveal it in a paste, and its column of the matrix."""
+    """An engine's identity, the clues that reveal it in a paste, and its column of the matrix.
 
-    id: str
+    A knowledge file with this header is what makes an engine known: signatures may then name it,
+    use its id as their prefix and give it its own recovery text."""
+
+    id: str = Field(pattern=ENGINE_ID_RE.pattern)
     name: str
+    package: str = ""  # the Python package it installs as, when not its id (tensorrt_llm)
+    order: int = 100  # its column in the comparison matrix, lowest first
     detect: list[Clue] = Field(min_length=1)
     docs: list[str] = Field(default_factory=list)
     matrix: dict[str, str] = Field(default_factory=dict)
@@ -174,6 +182,17 @@ class EngineInfo(Strict):
             if not re.fullmatch(r"[\w.-]+(/[\w.-]+)*/?", prefix):
                 raise ValueError(f"area prefix {prefix!r} must be a relative path (a directory ends in '/')")
         return value
+
+    @property
+    def import_name(self) -> str:
+        return self.package or self.id
+
+
+def _engine_keys(value: dict[str, str], what: str) -> dict[str, str]:
+    bad = sorted(k for k in value if k != "default" and not ENGINE_ID_RE.match(k))
+    if bad:
+        raise ValueError(f"{what} keys must be engine ids or 'default': {bad}")
+    return value
 
 
 AREA_CORE = "core"  # engine plumbing: a frame here says nothing about a feature

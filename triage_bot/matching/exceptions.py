@@ -18,13 +18,26 @@ shows, so the recovery can say which versions to align.
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from triage_bot.kb.schema import AREA_MODEL
 from triage_bot.text.candidates import WRAPPER_LINES
 from triage_bot.text.normalize import Normalized
 
-ENGINE_PACKAGES = {"vllm": "vllm", "sglang": "sglang", "trtllm": "tensorrt_llm"}
+
+@dataclass(frozen=True, slots=True)
+class EnginePackages:
+    """The engines' Python packages (from the knowledge files' headers), and the detected one's."""
+
+    packages: tuple[str, ...]
+    detected: str = ""  # the package of the engine the paste shows; "" when none shows
+
+    @classmethod
+    def of(cls, by_engine: Mapping[str, str], engine: str | None) -> EnginePackages:
+        return cls(tuple(by_engine.values()), by_engine.get(engine or "", ""))
+
+
 # the import name -> the name pip knows it by, where they differ
 PIP_NAMES = {
     "tensorrt_llm": "tensorrt_llm",
@@ -194,12 +207,12 @@ def area_of_object(raised: RaisedException) -> tuple[str, str] | None:
     return None
 
 
-def version_skew(norm: Normalized, raised: RaisedException, engine: str | None) -> Skew | None:
+def version_skew(norm: Normalized, raised: RaisedException, engines: EnginePackages) -> Skew | None:
     """Skew when the exception's shape says two installed packages disagree; None otherwise."""
-    engine_pkg = ENGINE_PACKAGES.get(engine or "", "")
+    engine_pkg = engines.detected
     message = raised.message
     frames = [line.text for line in norm.lines[: raised.line] if line.is_frame]
-    caller = _package_of(frames[-1]) if frames else ""
+    caller = _package_of(frames[-1], engines.packages) if frames else ""
     skew: tuple[str, str, str] | None = None  # (package, other, name)
     if raised.cls in ("ImportError", "AttributeError"):
         found = _IMPORT_NAME.search(message) or _MODULE_ATTR.search(message)
@@ -222,28 +235,27 @@ def version_skew(norm: Normalized, raised: RaisedException, engine: str | None) 
     elif raised.cls == "TypeError" and (args := _ARGUMENTS.search(message)) is not None:
         callee = args.group("callee").split(".", 1)[0]
         name = args.group("name") or args.group("callee")
-        if (
-            frames
-            and caller
-            and caller not in (engine_pkg, *ENGINE_PACKAGES.values())
-            and caller not in NOT_A_LIBRARY
-        ):
-            skew = (caller, engine_pkg or _first_engine(frames), name)  # raised inside another package's code
+        if frames and caller and caller not in engines.packages and caller not in NOT_A_LIBRARY:
+            skew = (
+                caller,
+                engine_pkg or _first_engine(frames, engines.packages),
+                name,
+            )  # raised inside another package's code
         elif _HF_CLASS.match(callee) and callee not in _ENGINE_CLASSES:
-            skew = ("transformers", engine_pkg or _first_engine(frames), name)
+            skew = ("transformers", engine_pkg or _first_engine(frames, engines.packages), name)
     if skew is None and raised.cls in ("ModuleNotFoundError", "ImportError"):
-        skew = _missing_submodule(raised.message, engine_pkg or _first_engine(frames))
+        skew = _missing_submodule(raised.message, engine_pkg or _first_engine(frames, engines.packages))
     if skew is None or not skew[1] or skew[0] == skew[1]:
         return None
     package, other, name = skew
     return Skew(package, other, name, _version_of(norm.text, package), _version_of(norm.text, other))
 
 
-def missing_submodule(norm: Normalized, engine: str | None) -> Skew | None:
+def missing_submodule(norm: Normalized, engines: EnginePackages) -> Skew | None:
     """`No module named 'transformers.models.glm4v_moe'` anywhere in the paste (engines log the
     import errors of optional model modules and go on): a package too old or too new for the engine."""
     found = _DOTTED_MISSING.search(norm.text)
-    skew = _missing_submodule(found.group(0), ENGINE_PACKAGES.get(engine or "", "")) if found else None
+    skew = _missing_submodule(found.group(0), engines.detected) if found else None
     if skew is None:
         return None
     package, other, name = skew
@@ -260,21 +272,21 @@ def _missing_submodule(message: str, engine_pkg: str) -> tuple[str, str, str] | 
     return package, engine_pkg, found.group("module")
 
 
-def _package_of(frame: str) -> str:
+def _package_of(frame: str, engine_packages: tuple[str, ...]) -> str:
     """The top-level package a frame's file belongs to (site-packages/<pkg>/ or an engine tree)."""
     found = _SITE.search(frame)
     if found is not None:
         return found.group("pkg")
-    for package in ENGINE_PACKAGES.values():
+    for package in engine_packages:
         if f"/{package}/" in frame:
             return package
     return ""
 
 
-def _first_engine(frames: list[str]) -> str:
+def _first_engine(frames: list[str], engine_packages: tuple[str, ...]) -> str:
     for frame in frames:
-        package = _package_of(frame)
-        if package in ENGINE_PACKAGES.values():
+        package = _package_of(frame, engine_packages)
+        if package in engine_packages:
             return package
     return ""
 

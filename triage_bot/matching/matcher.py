@@ -18,9 +18,15 @@ from dataclasses import dataclass
 from rapidfuzz import fuzz, process
 
 from triage_bot.kb.regex import Found as Fired
-from triage_bot.kb.schema import AREA_MODEL, ENGINES, Signature
+from triage_bot.kb.schema import AREA_MODEL, Signature
 from triage_bot.matching.areas import Areas, deciding
-from triage_bot.matching.exceptions import area_of_object, missing_submodule, read_exception, version_skew
+from triage_bot.matching.exceptions import (
+    EnginePackages,
+    area_of_object,
+    missing_submodule,
+    read_exception,
+    version_skew,
+)
 from triage_bot.matching.index import CompiledKB, mask, tokens
 from triage_bot.matching.rules import (
     Found,
@@ -98,7 +104,7 @@ class MatchResult:
         if p is None or not p.sig.passive or p.confidence < PASSIVE_THRESHOLD:
             return False
         if p.sig.needs_engine and (
-            self.engine is None or (p.sig.engine in ENGINES and self.engine != p.sig.engine)
+            self.engine is None or (p.sig.engine_specific and self.engine != p.sig.engine)
         ):
             return False  # for engine-neutral signatures: some engine must show in the paste
         if looks_like_chat(self.normalized, p.line, p.span):
@@ -118,6 +124,7 @@ class Matcher:
     def __init__(self, compiled: CompiledKB):
         self.c = compiled
         self.areas = Areas(compiled.kb.engines.values())
+        self.engine_packages = compiled.kb.engine_packages
         self.index = {sig.id: i for i, sig in enumerate(compiled.signatures)}
         self.last_resort = compiled.kb.get(LAST_RESORT)
 
@@ -154,7 +161,7 @@ class Matcher:
         """One engine's own failure message, in its own words: not a wrapper, not from context, and
         not a message that other software prints too (`needs_engine`: CUDA, PyTorch, MPI, Ray)."""
         return (
-            sig.engine in ENGINES
+            sig.engine_specific
             and not sig.wrapper
             and not sig.is_family
             and not sig.needs_engine
@@ -375,8 +382,9 @@ class Matcher:
                 f"area: {decider.path}",
                 area_values,
             )
-        skew = version_skew(norm, raised, engine) if raised is not None else None
-        skew = skew or (missing_submodule(norm, engine) if "No module named" in norm.text else None)
+        packages = EnginePackages.of(self.engine_packages, engine)
+        skew = version_skew(norm, raised, packages) if raised is not None else None
+        skew = skew or (missing_submodule(norm, packages) if "No module named" in norm.text else None)
         if skew is not None:
             add(VERSION_SKEW, SKEW_WEIGHT, f"version skew: {skew.package} vs {skew.other}", skew.values())
         return values

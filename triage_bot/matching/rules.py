@@ -13,7 +13,7 @@ import inspect
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from triage_bot.kb.schema import ENGINES, Signature
+from triage_bot.kb.schema import Signature
 from triage_bot.matching.scored import Scored
 
 FAMILY_THRESHOLD = 1.0
@@ -28,7 +28,7 @@ LAST_RESORT_CONFIDENCE = 0.3  # "it crashed; here is how to find out why": the l
 
 def engine_fit(sig: Signature, engine: str | None) -> int:
     """1 when the signature fits the detected engine, 0 when unknown, -1 when it conflicts."""
-    if sig.engine not in ENGINES:
+    if not sig.engine_specific:
         return 1 if engine else 0
     if engine is None:
         return 0

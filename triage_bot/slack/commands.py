@@ -18,7 +18,6 @@ from rapidfuzz import fuzz, process, utils
 
 from triage_bot import faq
 from triage_bot.blockkit import MAX_BLOCKS
-from triage_bot.kb.schema import ENGINES
 from triage_bot.slack.blocks import Message, lines_message, text_message
 from triage_bot.slack.config import SlackConfig
 from triage_bot.slack.integrations import Integrations
@@ -47,8 +46,7 @@ HELP_LINES = [
 ]
 HISTORY_ENGINES = (
     "generic",
-    "triton",
-)  # besides the knowledge base's engines: what incidents are filed under
+)  # besides the knowledge base's engines and the probes' kinds: what incidents are filed under
 SUBCOMMANDS = (
     "help",
     "history",
@@ -227,7 +225,9 @@ class Commands:
                 engine = token.lower()
         if days <= 0:
             return text_message("Days must be more than 0.")
-        known = list(dict.fromkeys([*ENGINES, *self.kb.engines, *HISTORY_ENGINES]))
+        from triage_bot.health.probes import available_kinds
+
+        known = list(dict.fromkeys([*self.kb.engines, *available_kinds(), *HISTORY_ENGINES]))
         if engine is not None and engine not in known:
             # a typo must not read as "no incidents": say what the filter takes
             return text_message(
