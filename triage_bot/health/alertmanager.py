@@ -17,6 +17,7 @@ import logging
 import re
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from functools import lru_cache
 from typing import Any
 
 from triage_bot import metrics
@@ -25,16 +26,20 @@ from triage_bot.health.rules import SIGNATURES
 
 log = logging.getLogger(__name__)
 
+
+@lru_cache(maxsize=1)
+def engine_words() -> tuple[tuple[str, str], ...]:
+    """(word, probe kind) for every word a probe says names it in labels: longest first, then in
+    alphabetical order, so the same labels always name the same kind."""
+    from triage_bot.health.probes import available_kinds, get_probe
+
+    pairs = [(word, kind) for kind in available_kinds() for word in get_probe(kind).WORDS]
+    return tuple(sorted(pairs, key=lambda pair: (-len(pair[0]), pair[0])))
+
+
 POSTED_KIND = "alertmanager_alert"
 BY = "alertmanager"
 MAX_ALERTS = 1000  # Alertmanager caps a notification at max_alerts; more than this is not from it
-ENGINE_WORDS = {
-    "vllm": "vllm",
-    "sglang": "sglang",
-    "trtllm": "trtllm",
-    "tensorrt": "trtllm",
-    "triton": "triton",
-}
 ENGINE_LABELS = ("engine", "kind", "job", "service", "container", "app", "app_kubernetes_io_name", "pod")
 SEVERITIES = {
     "critical": "critical",
@@ -86,7 +91,7 @@ class AmAlert:
         """The serving engine the labels name, if any (vllm, sglang, trtllm, triton)."""
         for label in ENGINE_LABELS:
             value = self.labels.get(label, "").lower()
-            for word, kind in ENGINE_WORDS.items():
+            for word, kind in engine_words():
                 if word in value:
                     return kind
         return None

@@ -112,7 +112,9 @@ def kb_text(signature_id: str, kind: str, values: dict[str, Any]) -> tuple[str, 
         sig = kb.get(signature_id)
         if sig is None:
             return signature_id, "", ""
-        engine = kind if kind in kb.engines else None  # a probe kind that is a knowledge engine
+        from triage_bot.health.probes import engine_of
+
+        engine = engine_of(kind)
         recovery, _ = render_recovery(sig, values, engine)
         return sig.title, recovery, sig.faq
     except Exception as exc:  # the knowledge base is validated at start-up; this is a last resort

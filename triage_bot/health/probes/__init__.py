@@ -1,20 +1,23 @@
-"""One probe module per engine kind: a new kind is one new file here, found by its name.
+"""One probe module per engine kind: a new kind is one new file here, found by its name, or a
+module an installed package names (triage_bot/plugins.py).
 
-A probe module defines `KIND`, `SUPPORTS_GENERATE`, `DEFAULT_TIMEOUT_S` and
-`async def probe(http, engine, now) -> Observation`. It only ever calls `http.get` (and
-`http.post_json` for vLLM's 1-token completion probe): the bot reads engines, it never changes
-them. Modules whose name starts with `_` are helpers, not kinds.
+A probe module defines `KIND`; `ENGINE`, the knowledge base's engine whose recovery texts fit it
+(None when none does); `WORDS`, what names it in an alert's labels; `SUPPORTS_GENERATE`,
+`DEFAULT_TIMEOUT_S` and `async def probe(http, engine, now) -> Observation`. It only ever calls
+`http.get` (and `http.post_json` for a 1-token completion probe): the bot reads engines, it never
+changes them. Modules whose name starts with `_` are helpers, not kinds.
 """
 
 from __future__ import annotations
 
 import importlib
-import pkgutil
 from dataclasses import dataclass
 from datetime import datetime
 from functools import cache, lru_cache
 from types import ModuleType
 from typing import TYPE_CHECKING, Any, Protocol
+
+from triage_bot import plugins
 
 if TYPE_CHECKING:
     from triage_bot.health.config import EngineConfig
@@ -67,6 +70,8 @@ class Http(Protocol):
 
 class ProbeModule(Protocol):
     KIND: str
+    ENGINE: str | None
+    WORDS: tuple[str, ...]
     SUPPORTS_GENERATE: bool
     DEFAULT_TIMEOUT_S: float
 
@@ -74,13 +79,26 @@ class ProbeModule(Protocol):
 
 
 @lru_cache(maxsize=1)
+def _modules() -> dict[str, str]:
+    return plugins.modules(plugins.PROBES, __name__, __path__)
+
+
 def available_kinds() -> tuple[str, ...]:
-    return tuple(sorted(m.name for m in pkgutil.iter_modules(__path__) if not m.name.startswith("_")))
+    return tuple(sorted(_modules()))
 
 
 @cache
 def get_probe(kind: str) -> ProbeModule:
-    if kind not in available_kinds():
+    name = _modules().get(kind)
+    if name is None:
         raise KeyError(f"no probe for engine kind {kind!r}")
-    module: ModuleType = importlib.import_module(f"{__name__}.{kind}")
+    module: ModuleType = importlib.import_module(name)
     return module
+
+
+def engine_of(kind: str) -> str | None:
+    """The knowledge base's engine a probe kind serves; None for an unknown kind or none."""
+    try:
+        return get_probe(kind).ENGINE
+    except KeyError:
+        return None

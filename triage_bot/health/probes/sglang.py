@@ -31,6 +31,8 @@ if TYPE_CHECKING:
     from triage_bot.health.config import EngineConfig
 
 KIND = "sglang"
+ENGINE = "sglang"
+WORDS = ("sglang",)  # what names it in an alert's labels
 SUPPORTS_GENERATE = True
 DEFAULT_TIMEOUT_S = 30.0
 STUCK_FRACTION = 0.8  # a 503 after this share of SGLang's own health timeout: its generation check failed

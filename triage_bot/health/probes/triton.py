@@ -28,6 +28,8 @@ if TYPE_CHECKING:
     from triage_bot.health.config import EngineConfig
 
 KIND = "triton"
+ENGINE = None  # Triton's own server: trtllm-serve's commands do not fit it
+WORDS = ("triton",)  # what names it in an alert's labels
 SUPPORTS_GENERATE = False
 DEFAULT_TIMEOUT_S = 5.0
 METRICS_PORT = 8002

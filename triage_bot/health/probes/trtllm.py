@@ -31,6 +31,8 @@ if TYPE_CHECKING:
     from triage_bot.health.config import EngineConfig
 
 KIND = "trtllm"
+ENGINE = "trtllm"
+WORDS = ("trtllm", "tensorrt")  # what names it in an alert's labels
 SUPPORTS_GENERATE = True
 DEFAULT_TIMEOUT_S = 10.0  # /metrics may block ~2 s on an idle server
 

@@ -30,6 +30,8 @@ if TYPE_CHECKING:
     from triage_bot.health.config import EngineConfig
 
 KIND = "vllm"
+ENGINE = "vllm"
+WORDS = ("vllm",)  # what names it in an alert's labels
 SUPPORTS_GENERATE = True
 DEFAULT_TIMEOUT_S = 5.0
 
