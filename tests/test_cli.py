@@ -72,17 +72,24 @@ def test_faq_and_engines() -> None:
     assert len(data["dimensions"]) == 5
 
 
-def test_console_answers_a_piped_paste() -> None:
-    """The README's run command with no Slack credentials: a console on stdin."""
-    proc = subprocess.run(
-        [sys.executable, "-m", "triage_bot", "serve"],
-        input=(OOM + "\n").encode(),
-        capture_output=True,
-        timeout=60,
-        env={"PATH": "/usr/bin:/bin", "COLUMNS": "200"},
-    )
-    assert proc.returncode == 0, proc.stderr.decode()
-    assert b"generic.cuda_oom" in proc.stdout
+def test_console_answers_a_piped_paste_and_records_it(tmp_path: Path) -> None:
+    """The README's run command with no Slack credentials: a console on stdin, with a local history."""
+
+    def console() -> subprocess.CompletedProcess[bytes]:
+        return subprocess.run(
+            [sys.executable, "-m", "triage_bot", "serve"],
+            input=(OOM + "\n").encode(),
+            capture_output=True,
+            timeout=60,
+            env={"PATH": "/usr/bin:/bin", "COLUMNS": "200", "TRIAGE_DATA_DIR": str(tmp_path)},
+        )
+
+    first = console()
+    assert first.returncode == 0, first.stderr.decode()
+    assert b"generic.cuda_oom" in first.stdout and b"seen before" not in first.stdout
+    assert (tmp_path / "triage-bot.sqlite3").is_file()  # the history in the data directory, created at need
+    second = console()
+    assert b"seen before: incident #1, 2 occurrences" in second.stdout, second.stdout.decode()[-800:]
 
 
 def test_single_triage_is_recorded_and_listed(tmp_path: Path, monkeypatch) -> None:

@@ -11,13 +11,25 @@ import os
 import select
 import sys
 from collections.abc import Iterator
-from typing import BinaryIO
+from typing import TYPE_CHECKING, BinaryIO
 
 from rich.console import Console
 
 from triage_bot.core import Triager, default_triager
 from triage_bot.faq import search
+from triage_bot.history.migrate import open_upgraded_store
 from triage_bot.render.terminal import print_answer
+from triage_bot.triage_and_record import GUESS_CONFIDENCE, Origin, triage_and_record
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from typing import TypeAlias
+
+    from triage_bot.history import HistoryStore
+
+    History: TypeAlias = HistoryStore | Callable[[], HistoryStore | None] | None
+
+CONSOLE_ORIGIN = Origin("cli", target="console")  # recorded as the CLI is: the console is a CLI surface
 
 QUIET_SECONDS = 0.3
 # /triage subcommands that need the Slack workspace or a server; the CLI equivalent for each
@@ -60,8 +72,8 @@ def read_pastes(stream: BinaryIO, quiet: float = QUIET_SECONDS) -> Iterator[byte
             buffer.extend(chunk[: MAX_PASTE_BYTES - len(buffer)])
 
 
-def handle(triager: Triager, paste: str, console: Console) -> bool:
-    """Answer one paste; return False when the user asked to leave."""
+def handle(triager: Triager, paste: str, console: Console, history: History = None) -> bool:
+    """Answer one paste, recorded in the history like a CLI triage; False when the user asked to leave."""
     text = paste.strip()
     if not text:
         return True
@@ -90,23 +102,29 @@ def handle(triager: Triager, paste: str, console: Console) -> bool:
             console.print(f"/triage {word} is a Slack command; here, run: {SLACK_ONLY[word]}", markup=False)
             return True
         if word == "engines":
-            from click.testing import CliRunner
+            from triage_bot.render.terminal import engines_table
 
-            from triage_bot.cli.kb_commands import engines
-
-            console.print(CliRunner().invoke(engines, []).output, markup=False)
+            console.print(engines_table(triager.kb))
             return True
         text = rest
-    print_answer(triager.triage(text), console)
+    outcome = triage_and_record(triager, history, text, CONSOLE_ORIGIN, min_confidence=GUESS_CONFIDENCE)
+    print_answer(outcome.answer, console)
+    if outcome.not_recorded:
+        console.print(f"(not recorded in the history: {outcome.not_recorded})", markup=False, style="yellow")
+    elif outcome.recall is not None and not outcome.recall.result.is_new:
+        result = outcome.recall.result
+        console.print(f"seen before: incident #{result.incident_id}, {result.occurrence_count} occurrences")
     return True
 
 
-def run_console(stream: BinaryIO | None = None, console: Console | None = None) -> None:
+def run_console(
+    stream: BinaryIO | None = None, console: Console | None = None, history: History = open_upgraded_store
+) -> None:
     console = console or Console()
     stream = stream or sys.stdin.buffer
     triager = default_triager()
     if os.isatty(stream.fileno()):
         console.print("[bold]triage-bot console[/bold] — paste an error; /triage help for commands.")
     for paste in read_pastes(stream):
-        if not handle(triager, paste.decode("utf-8", errors="replace"), console):
+        if not handle(triager, paste.decode("utf-8", errors="replace"), console, history):
             break

@@ -138,3 +138,14 @@ class Switch:
         if self.down:
             raise OperationalError("connect", None, sqlite3.OperationalError("unable to open database file"))
         return self.factory()
+
+
+@pytest.fixture
+def switch(engine: Engine) -> Switch:
+    return Switch(make_session_factory(engine))
+
+
+@pytest.fixture
+def flaky(switch: Switch, spool: Spool) -> HistoryStore:
+    """A store whose database can be switched away (`switch.down = True`)."""
+    return HistoryStore(switch, spool=spool, retry_after=0)  # type: ignore[arg-type]

@@ -14,7 +14,6 @@ import pytest
 from sqlalchemy import Engine, func, select
 
 from triage_bot.history import HistoryStore, Observation, Spool, SpoolFullError, StorageUnavailable
-from triage_bot.history.db import make_session_factory
 from triage_bot.history.errors import is_unavailable
 from triage_bot.history.models import EngineCheck, Incident, Occurrence
 
@@ -136,16 +135,6 @@ def test_threads_append_whole_lines(tmp_path: Path) -> None:
 
 
 # -- the store with a database that goes away ------------------------------------------------------
-
-
-@pytest.fixture
-def switch(engine: Engine) -> Switch:
-    return Switch(make_session_factory(engine))
-
-
-@pytest.fixture
-def flaky(switch: Switch, spool: Spool) -> HistoryStore:
-    return HistoryStore(switch, spool=spool, retry_after=0)  # type: ignore[arg-type]
 
 
 def keys(engine: Engine) -> list[str]:

@@ -117,9 +117,9 @@ def faq(question: tuple[str, ...], as_json: bool) -> None:
 def engines(as_json: bool) -> None:
     """Show the engine comparison matrix."""
     from rich.console import Console
-    from rich.table import Table
 
     from triage_bot.core import default_triager
+    from triage_bot.render.terminal import engines_table
 
     kb_ = default_triager().kb
     dims = kb_.matrix_dimensions or []
@@ -134,11 +134,4 @@ def engines(as_json: bool) -> None:
             )
         )
         return
-    ordered = sorted(kb_.engines.values(), key=lambda e: (e.order, e.id))
-    table = Table(title=" vs ".join(e.name for e in ordered), show_lines=True)
-    table.add_column("Dimension", style="bold")
-    for engine in ordered:
-        table.add_column(engine.name, overflow="fold")
-    for dim in dims:
-        table.add_row(dim.title, *(e.matrix.get(dim.key, "—") for e in ordered))
-    Console().print(table)
+    Console().print(engines_table(kb_))

@@ -38,17 +38,25 @@ def triage(file: IO[bytes] | None, as_json: bool, jsonl: IO[str] | None, no_reco
         if sys.stdin.isatty():
             raise click.UsageError("give a FILE, '-' for stdin, or --jsonl IN")
         file = sys.stdin.buffer
-    answer = triager.triage(_read(file))
+    from triage_bot.cli.recording import CLI_ORIGIN, report
+    from triage_bot.history.migrate import open_upgraded_store
+    from triage_bot.triage_and_record import GUESS_CONFIDENCE, triage_and_record
+
+    outcome = triage_and_record(
+        triager,
+        open_upgraded_store,  # opened only when there is a match to record
+        _read(file),
+        CLI_ORIGIN,
+        record=not no_record,
+        min_confidence=GUESS_CONFIDENCE,
+    )
     if as_json:
-        click.echo(json.dumps(answer.to_dict(), ensure_ascii=False, indent=2))
+        click.echo(json.dumps(outcome.answer.to_dict(), ensure_ascii=False, indent=2))
     else:
         from triage_bot.render.terminal import print_answer
 
-        print_answer(answer)
-    if not no_record and answer.match is not None:
-        from triage_bot.cli.recording import record_cli_answer
-
-        record_cli_answer(answer)
+        print_answer(outcome.answer)
+    report(outcome)
 
 
 def _batch(triager: Triager, stream: IO[str]) -> None:

@@ -52,7 +52,7 @@ from triage_bot.history.recorder import Observation, Recorder, RecordResult
 from triage_bot.history.retention import PruneResult
 from triage_bot.history.sanitize import EXCERPT_CAP_BYTES
 from triage_bot.history.spool import DrainResult, Spool
-from triage_bot.history.store import HistoryStore, open_store
+from triage_bot.history.store import HistoryStore, Recall, open_store
 from triage_bot.redaction import redact
 
 __all__ = [
@@ -67,6 +67,7 @@ __all__ = [
     "Observation",
     "PostedRef",
     "PruneResult",
+    "Recall",
     "RecordResult",
     "Recorder",
     "SeenBefore",

@@ -5,7 +5,10 @@ from __future__ import annotations
 import re
 from importlib.resources import files
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from triage_bot.history.store import HistoryStore
 
 # package data, so a wheel install migrates like a checkout (installed wheels are unpacked on disk,
 # which is what Alembic needs: it imports env.py and the versions by path)
@@ -72,3 +75,13 @@ def ensure_upgraded(url: str) -> None:
     head = head_revision()
     if head is None or current_revision(url) != head:
         upgrade(url)
+
+
+def open_upgraded_store() -> HistoryStore:
+    """The history on DATABASE_URL for a command-line surface (the CLI, the console): upgraded
+    first when this process finds it behind, such as a SQLite file it has just created."""
+    from triage_bot.history.store import open_store
+    from triage_bot.settings import Settings
+
+    ensure_upgraded(Settings.from_env().database_url)
+    return open_store()

@@ -218,6 +218,10 @@ class Recorder:
 
     def record(self, obs: Observation) -> RecordResult:
         """Record one observation: join the open incident for its fingerprint or open a new one."""
+        return self._write("record", self._record_args(obs), SPOOLED_RECORD)
+
+    def _record_args(self, obs: Observation) -> dict[str, Any]:
+        """An observation cleaned, redacted and capped: what the record operation (and the spool) holds."""
         now = self.clock()
         sig = clean.signature_id(obs.signature_id)
         engine = clean.identifier(obs.engine, "engine", 64, default="unknown")
@@ -246,7 +250,7 @@ class Recorder:
             "values": values,
             "seen_at": seen_at.isoformat(),
         }
-        return self._write("record", args, SPOOLED_RECORD)
+        return args
 
     def record_check(
         self,
@@ -439,14 +443,24 @@ class Recorder:
         if self.spool is not None and not self.spool.is_empty() and time.monotonic() >= self._down_until:
             self.flush_spool()
 
-    def _write(self, op: str, args: dict[str, Any], spooled: T) -> T:
+    def _write(
+        self,
+        op: str,
+        args: dict[str, Any],
+        spooled: T,
+        apply: Callable[[Session, dict[str, Any]], T] | None = None,
+    ) -> T:
+        """Run `op` in one transaction, or spool it when the database is away. `apply` does the op
+        and more in the same transaction; a spooled write replays as the plain op."""
         if self.spool is not None:
             self._maybe_flush()
             if not self.spool.is_empty() or time.monotonic() < self._down_until:
                 self.spool.append(op, args)  # keep order behind what is already waiting
                 return spooled
         try:
-            done: T = self._run(self._ops[op], args)  # each op returns what its public method promises
+            done: T = self._run(
+                apply or self._ops[op], args
+            )  # each op returns what its public method promises
             return done
         except StorageUnavailable:
             if self.spool is None:

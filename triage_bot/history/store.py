@@ -7,7 +7,7 @@ records that waited; while the database is away they raise `StorageUnavailable`.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any, TypeVar
 
@@ -17,12 +17,27 @@ from triage_bot.history import queries, retention
 from triage_bot.history import sanitize as clean
 from triage_bot.history.db import READ_ONLY, make_engine, make_session_factory
 from triage_bot.history.queries import DigestNumbers, IncidentSummary, MuteInfo, PostedRef, SeenBefore, Uptime
-from triage_bot.history.recorder import Recorder
+from triage_bot.history.recorder import SPOOLED_RECORD, Observation, Recorder, RecordResult
 from triage_bot.history.retention import PruneResult
 from triage_bot.history.spool import Spool
 from triage_bot.settings import Settings
 
 T = TypeVar("T")
+
+
+@dataclass(frozen=True, slots=True)
+class Recall:
+    """A recorded observation and what the answer says about it, read in the transaction that
+    recorded it: the incident (when it was seen again), the earlier incidents of the same failure
+    on the same target, and the mute that silenced it."""
+
+    result: RecordResult
+    incident: IncidentSummary | None = None
+    previous: SeenBefore | None = None
+    mute: MuteInfo | None = None
+
+
+SPOOLED_RECALL = Recall(SPOOLED_RECORD)
 
 
 class HistoryStore(Recorder):
@@ -45,6 +60,28 @@ class HistoryStore(Recorder):
     @classmethod
     def from_url(cls, url: str, **kwargs: Any) -> HistoryStore:
         return cls(make_session_factory(make_engine(url)), **kwargs)
+
+    def record_and_recall(self, obs: Observation) -> Recall:
+        """Record an observation and read back what its answer says about it, in one transaction
+        (a Slack answer made four before: the record, the mute, the incident, the earlier ones)."""
+        now = self.clock()
+
+        def apply(session: Session, args: dict[str, Any]) -> Recall:
+            result = self._apply_record(session, args)
+            if result.incident_id is None:
+                return Recall(result)
+            sig, engine, channel = args["signature_id"], args["engine"], args["channel"]
+            return Recall(
+                result,
+                incident=None if result.is_new else queries.get_incident(session, result.incident_id),
+                # where it was pasted (None: anywhere), as the line under an answer says it
+                previous=queries.seen_before(
+                    session, sig, engine, channel, exclude_incident_id=result.incident_id
+                ),
+                mute=queries.is_muted(session, sig, engine, channel, now) if result.muted else None,
+            )
+
+        return self._write("record", self._record_args(obs), SPOOLED_RECALL, apply=apply)
 
     # -- reads ---------------------------------------------------------------------------------
 

@@ -2,13 +2,19 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from rich.console import Console, Group, RenderableType
 from rich.markup import escape
 from rich.panel import Panel
 from rich.syntax import Syntax
+from rich.table import Table
 from rich.text import Text
 
 from triage_bot.answer import Answer, confidence_word
+
+if TYPE_CHECKING:
+    from triage_bot.kb.loader import KnowledgeBase
 
 CUT_NOTE = (
     "The paste was very long: the bot read its start, its end and the error lines in between, "
@@ -80,3 +86,15 @@ def answer_renderable(answer: Answer) -> Panel:
 
 def print_answer(answer: Answer, console: Console | None = None) -> None:
     (console or Console()).print(answer_renderable(answer))
+
+
+def engines_table(kb: KnowledgeBase) -> Table:
+    """The engine comparison matrix: one column per engine header, in its `order`."""
+    ordered = sorted(kb.engines.values(), key=lambda e: (e.order, e.id))
+    table = Table(title=" vs ".join(e.name for e in ordered), show_lines=True)
+    table.add_column("Dimension", style="bold")
+    for engine in ordered:
+        table.add_column(engine.name, overflow="fold")
+    for dim in kb.matrix_dimensions:
+        table.add_row(dim.title, *(e.matrix.get(dim.key, "—") for e in ordered))
+    return table

@@ -9,7 +9,8 @@ that decision stays in the listeners and everything else is here, once.
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass, field, replace
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from slack_sdk import WebClient
@@ -19,13 +20,12 @@ from triage_bot.core import Triager
 from triage_bot.slack.blocks import Message, Repeat, answer_message, repeat_message
 from triage_bot.slack.files import FileReader
 from triage_bot.slack.text import escape, from_slack
+from triage_bot.triage_and_record import Origin, Outcome, triage_and_record
 
 if TYPE_CHECKING:
     from triage_bot.history import HistoryStore
 
 log = logging.getLogger(__name__)
-
-OPEN_STATUSES = ("open", "acknowledged")
 
 
 @dataclass
@@ -87,83 +87,40 @@ class TriageJob:
         thread_ts: str | None,
         user: str | None,
         key: str | None = None,
-        record: bool = True,
+        record: bool | Callable[[Answer], bool] = True,
     ) -> Triaged:
-        triaged = Triaged(self.triager.triage(text))
-        if record:
-            self.record(triaged, text, channel=channel, thread_ts=thread_ts, user=user, key=key)
+        origin = Origin("slack", channel=channel, thread_ts=thread_ts, user=user, key=key)
+        outcome = triage_and_record(self.triager, self.history, text, origin, record=record)
+        return triaged_from(outcome)
+
+
+def triaged_from(outcome: Outcome) -> Triaged:
+    """The Slack view of an outcome: the incident's number, the repeat and the lines under the title."""
+    triaged = Triaged(outcome.answer, incident_id=outcome.incident_id)
+    recall = outcome.recall
+    if recall is None:
         return triaged
-
-    def record(
-        self,
-        triaged: Triaged,
-        text: str,
-        *,
-        channel: str | None,
-        thread_ts: str | None,
-        user: str | None,
-        key: str | None,
-    ) -> None:
-        """Record a match in the history and fill in the incident, repeat and mute details."""
-        from triage_bot.history import Observation
-
-        m = triaged.answer.match
-        if m is None or self.history is None:
-            return
-        observation = Observation(
-            signature_id=m.id,
-            engine=m.engine,
-            severity=m.severity,
-            source="slack",
-            channel=channel,
-            thread_ts=thread_ts,
-            user=user,
-            excerpt=text,
-            confidence=m.confidence,
-            values=dict(m.values),
+    if recall.result.muted:
+        until = recall.mute.until.strftime("%Y-%m-%d %H:%M UTC") if recall.mute is not None else "muted"
+        triaged.muted_until = until
+        triaged.notes.append(f"This failure is muted until {escape(until)}.")
+    previous = recall.previous
+    if outcome.repeats_open_incident and recall.incident is not None:
+        triaged.repeat = Repeat(
+            count=recall.result.occurrence_count,
+            since=recall.incident.first_seen,
+            last_resolved_by=previous.last_resolved_by if previous else None,
+            last_resolved_at=previous.last_resolved_at if previous else None,
+            incident_id=recall.incident.id,
         )
-        if key:  # Slack's event id: a redelivered event then joins the occurrence it already made
-            observation = replace(observation, key=key)
-        try:
-            result = self.history.record(observation)
-        except Exception as exc:  # the answer matters more than its record
-            log.error("could not record %s in the history: %s", m.id, exc)
-            return
-        triaged.incident_id = result.incident_id
-        if result.muted:
-            triaged.muted_until = "muted"
-            try:
-                mute = self.history.is_muted(m.id, m.engine, channel)
-                if mute is not None:
-                    triaged.muted_until = mute.until.strftime("%Y-%m-%d %H:%M UTC")
-            except Exception:
-                pass
-            triaged.notes.append(f"This failure is muted until {escape(triaged.muted_until)}.")
-        if result.incident_id is None:
-            return
-        try:
-            previous = self.history.seen_before(
-                m.id, m.engine, channel, exclude_incident_id=result.incident_id
-            )
-            if not result.is_new and result.status in OPEN_STATUSES and result.occurrence_count > 1:
-                incident = self.history.get_incident(result.incident_id)
-                if incident is not None:
-                    triaged.repeat = Repeat(
-                        count=result.occurrence_count,
-                        since=incident.first_seen,
-                        last_resolved_by=previous.last_resolved_by if previous else None,
-                        last_resolved_at=previous.last_resolved_at if previous else None,
-                        incident_id=result.incident_id,
-                    )
-            elif result.is_recurring and previous is not None:
-                line = f"Seen before: {previous.incidents} earlier incident{'s' if previous.incidents != 1 else ''}"
-                line += f" since {previous.first_seen:%Y-%m-%d}"
-                if previous.last_resolved_by:
-                    line += f", last resolved by {previous.last_resolved_by}"
-                    if previous.last_resolved_at:
-                        line += f" on {previous.last_resolved_at:%Y-%m-%d %H:%M UTC}"
-                    if previous.last_resolution:
-                        line += f": {previous.last_resolution[:200]}"
-                triaged.notes.append(escape(line + "."))
-        except Exception as exc:
-            log.warning("could not read the history for %s: %s", m.id, exc)
+    elif recall.result.is_recurring and previous is not None and not outcome.repeats_open_incident:
+        line = f"Seen before: {previous.incidents} earlier incident{'s' if previous.incidents != 1 else ''}"
+        line += f" since {previous.first_seen:%Y-%m-%d}"
+        if previous.last_resolved_by:
+            line += f", last resolved by {previous.last_resolved_by}"
+            if previous.last_resolved_at:
+                line += f" on {previous.last_resolved_at:%Y-%m-%d %H:%M UTC}"
+            if previous.last_resolution:
+                line += f": {previous.last_resolution[:200]}"
+        triaged.notes.append(escape(line + "."))
+    return triaged

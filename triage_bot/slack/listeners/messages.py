@@ -68,10 +68,16 @@ def handle_message(
         if explicit and problems:
             _post_problems(deps, client, channel, thread_ts, problems)
         return
-    triaged = deps.job.run(text, channel=channel, thread_ts=thread_ts, user=user, key=event_id, record=False)
+    triaged = deps.job.run(
+        text,
+        channel=channel,
+        thread_ts=thread_ts,
+        user=user,
+        key=event_id,
+        record=lambda answer: explicit or answer.passive,  # a channel records what it answers
+    )
     if not explicit and not triaged.answer.passive:
         return  # silence: not a known failure the bot is sure of
-    deps.job.record(triaged, text, channel=channel, thread_ts=thread_ts, user=user, key=event_id)
     triaged.notes.extend(problems)
     if not explicit and triaged.muted_until:
         return  # muted: recorded, not posted
