@@ -99,7 +99,7 @@ def _row(name: str, kb: KnowledgeBase, pastes: list[str], peer_count: int) -> di
     compile_pattern.cache_clear()  # a new process: nothing compiled, no DFA state
     triager = Triager(kb)
     triager.warm()  # as `serve` does at start
-    examples = [e for s in kb.signatures for e in (*s.messages, *s.examples)]
+    examples = [e for s in kb.signatures for e in (*s.messages, *s.example_texts)]
     first = [_ms(lambda p=p: triager.match(p)) for p in pastes]
     again = [_ms(lambda p=p: triager.match(p)) for p in pastes]
     peer = [

@@ -191,3 +191,29 @@ def test_kb_lint_fails_on_an_example_another_signature_takes(tmp_path: Path) -> 
     assert result.exit_code == 1
     assert "vllm.kv_cache_no_memory: example 'vllm.v1.engine.exceptions.EngineDeadError" in result.output
     assert "matches vllm.engine_core_dead" in result.output
+
+
+def test_kb_lint_fails_when_an_example_expects_what_the_answer_does_not_say(tmp_path: Path) -> None:
+    from tests.conftest import MINI_ENGINE, write_kb
+
+    first_example = '      - "ValueError: No available memory for the cache blocks."\n'
+
+    def lint(old: str, new: str) -> str:
+        engine = MINI_ENGINE.replace(old, new, 1)
+        assert engine != MINI_ENGINE
+        directory = write_kb(tmp_path / str(len(list(tmp_path.iterdir()))), **{"vllm.yaml": engine})
+        result = CliRunner().invoke(cli, ["kb", "lint", "--quiet", "--directory", str(directory)])
+        return f"{result.exit_code} {result.output}"
+
+    paste = "No available memory for the cache blocks. Try increasing `gpu_memory_utilization` --model m"
+    holds = f"      - text: '{paste}'\n        recovery: ['--gpu-memory-utilization']\n"
+    assert lint(first_example, holds).startswith("0 ")
+    wrong = f"      - text: '{paste}'\n        recovery: ['--max-model-len 4096']\n"
+    assert "the recovery does not say '--max-model-len 4096'" in lint(first_example, wrong)
+    value = f"      - text: '{paste}'\n        values: {{util: 0.95}}\n"
+    assert "value util is None, expected 0.95" in lint(first_example, value)
+    cause = "    cause: The weights and activations"
+    counter = f"    counter_examples: ['No available memory for the cache blocks']\n{cause}"
+    assert "counter-example 'No available memory for the cache blocks' is answered with it" in lint(
+        cause, counter
+    )

@@ -40,7 +40,7 @@ class Triager:
             if stop is not None and stop.is_set():
                 return 0
             entry.regex  # noqa: B018 - compiled and cached on first access
-        examples = [text for sig in self.kb.signatures for text in (*sig.examples, *sig.messages)]
+        examples = [text for sig in self.kb.signatures for text in (*sig.example_texts, *sig.messages)]
         for done, text in enumerate(examples):
             if stop is not None and stop.is_set():
                 return done

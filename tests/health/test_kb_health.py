@@ -36,7 +36,7 @@ def test_every_state_has_a_signature_with_engine_recoveries(triager: Triager) ->
 
 def test_examples_match_their_own_signature(triager: Triager) -> None:
     for sig_id in SIGNATURES.values():
-        for example in triager.kb.get(sig_id).examples:
+        for example in triager.kb.get(sig_id).example_texts:
             result = triager.match(example)
             assert result.primary is not None and result.primary.sig.id == sig_id, (sig_id, example)
 

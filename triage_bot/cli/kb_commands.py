@@ -70,22 +70,11 @@ def rules(update: Path | None) -> None:
 
 
 def cross_check(kb_: KnowledgeBase) -> list[Problem]:
-    """A signature's own example must be answered with that signature: an example another signature
-    takes is an error (the example is misfiled, or one of the two signatures is too broad)."""
+    """Each signature's examples against the whole knowledge base (triage_bot/signature_checks.py)."""
     from triage_bot.core import Triager
+    from triage_bot.signature_checks import all_problems
 
-    triager = Triager(kb_)
-    problems: list[Problem] = []
-    for sig in kb_.signatures:
-        file, line = kb_.source[sig.id]
-        for example in sig.examples:
-            result = triager.match(example)
-            got = result.primary.sig.id if result.primary else None
-            if got != sig.id:
-                problems.append(
-                    Problem(file, line, f"{sig.id}: example {example[:70]!r} matches {got or 'nothing'}")
-                )
-    return problems
+    return all_problems(Triager(kb_))
 
 
 @click.command()

@@ -68,6 +68,16 @@ class Protocol(Strict):
         return _engine_keys(value, "report")
 
 
+class Example(Strict):
+    """A paste the signature must answer, and what its answer must say: the values read from the
+    paste and pieces of the rendered recovery (the computed advice), checked by `kb lint`."""
+
+    text: str = Field(min_length=3)
+    values: dict[str, str | int | float] = Field(default_factory=dict)
+    recovery: list[str] = Field(default_factory=list)  # each must appear in the rendered recovery
+    engine: str | None = None  # the engine the answer must name, when the paste shows one
+
+
 class Signature(Strict):
     """One failure mode: how to recognise it, and what to tell the person who hit it."""
 
@@ -83,7 +93,9 @@ class Signature(Strict):
     needs_engine: bool = False
     patterns: list[str | WeakPattern] = Field(default_factory=list)
     messages: list[str] = Field(default_factory=list)
-    examples: list[str] = Field(min_length=2)
+    # pastes it must answer: a string, or an Example with what the answer must say
+    examples: list[str | Example] = Field(min_length=2)
+    counter_examples: list[str] = Field(default_factory=list)  # pastes it must not answer
     evidence: list[Clue] = Field(default_factory=list)
     cause: str = Field(min_length=20)
     recovery: str | dict[str, str]
@@ -120,6 +132,15 @@ class Signature(Strict):
             if not self.messages:
                 raise ValueError("a specific signature needs at least one canonical message")
         return self
+
+    @property
+    def example_texts(self) -> list[str]:
+        return [e if isinstance(e, str) else e.text for e in self.examples]
+
+    @property
+    def checked_examples(self) -> list[Example]:
+        """Every example as an Example (a plain string expects only the signature)."""
+        return [Example(text=e) if isinstance(e, str) else e for e in self.examples]
 
     @property
     def pattern_specs(self) -> list[tuple[str, bool]]:
