@@ -36,7 +36,7 @@ def _migrate() -> None:
 
 
 def _start_scheduler(bot: Any) -> object | None:
-    """Health checks, the weekly digest and pruning (triage_bot/scheduler.py), next to the Slack app; once per
+    """Health checks, the weekly digest and pruning (triage_bot/scheduler/), next to the Slack app; once per
     slot across replicas. Alerts and the digest go through the app's own delivery path (outbox,
     retries, pacing). A scheduler that cannot start is logged, and the bot still answers Slack."""
     try:

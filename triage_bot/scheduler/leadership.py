@@ -1,24 +1,10 @@
-"""Scheduled jobs (APScheduler 3): health checks every N s, the weekly digest, daily pruning.
+"""Which replica runs the jobs, and that each run happens once: the leader lock and the (job, slot) claim.
 
-Every replica runs the same scheduler, but each run of a job happens once across all of them:
-
-1. **Leader lock.** APScheduler 3 cannot share a job store, so replicas elect a leader instead.
-   On PostgreSQL the leader holds `pg_try_advisory_lock` on a connection of its own, opened with
-   psycopg directly and never part of SQLAlchemy's pool (a pooled connection moves or is recycled
-   and the lock silently goes with it). Before every run the leader pings that connection; if it
-   is gone the lock is gone too, and the replica stops running jobs at once. Standbys retry the
-   lock every `leader_poll_s`. On SQLite there is one process: an exclusive flock on a file next
-   to the database stands in for the lock, so a second process on the same file waits as standby.
-2. **A (job, slot) claim row.** The slot is the run's scheduled fire time, derived from the trigger
-   (not from the clock of whoever runs it), and the leader inserts (job, slot) before running; a
-   unique key turns a second claim into a no-op. This closes the hand-over gap both ways: a new
-   leader runs the current slot if the old one died before claiming it (catch-up), and never
-   runs one the old leader already ran.
-
-Misfire grace is set per job, deliberately (APScheduler's default of 1 s silently drops a run
-when the process is briefly busy): half an interval for health checks (later than that, the next
-slot is nearly due; coalesce folds the backlog into one run), 6 h for the digest (a replica that
-restarts at 09:05 still posts Monday's), 12 h for pruning.
+On PostgreSQL the leader holds `pg_try_advisory_lock` on a connection of its own, opened with
+psycopg directly and never part of SQLAlchemy's pool (a pooled connection moves or is recycled and
+the lock silently goes with it); before every run it pings that connection. On SQLite an exclusive
+flock on a file next to the database stands in for the lock. A claim row per (job, slot) turns a
+second run of the same slot into a no-op, on the leader that took over too.
 """
 
 from __future__ import annotations
@@ -31,29 +17,19 @@ import os
 import socket
 import threading
 import time
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta, tzinfo
+from collections.abc import Callable
+from datetime import datetime, timedelta
 from pathlib import Path
-from typing import Any, ClassVar, Protocol, Self
-from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+from typing import Any, Protocol
 
-from apscheduler.events import EVENT_JOB_ERROR, EVENT_JOB_MAX_INSTANCES, EVENT_JOB_MISSED, JobEvent
-from apscheduler.executors.pool import ThreadPoolExecutor
-from apscheduler.schedulers.background import BackgroundScheduler
-from apscheduler.triggers.base import BaseTrigger
-from apscheduler.triggers.cron import CronTrigger
-from apscheduler.triggers.interval import IntervalTrigger
-from pydantic import Field, model_validator
 from sqlalchemy import Column, DateTime, MetaData, String, Table, func
 
 from triage_bot import metrics
 from triage_bot.private_files import PRIVATE, append_private
-from triage_bot.settings import EnvSettings, env
+from triage_bot.scheduler.settings import SchedulerSettings
 
 log = logging.getLogger(__name__)
 
-SLOT_EPOCH = datetime(2000, 1, 1, tzinfo=UTC)  # interval slots are aligned to this on every replica
 CLAIMS_TABLE = "triage_scheduler_runs"
 
 # The claim table as Alembic sees it (migration 0003). The PostgreSQL coordinator also creates it
@@ -67,44 +43,6 @@ claims_table = Table(
     Column("runner", String(128), nullable=False),
     Column("claimed_at", DateTime(timezone=True), nullable=False, server_default=func.now()),
 )
-
-
-class SchedulerConfigError(ValueError):
-    """A scheduler setting that cannot be used; the message names the variable."""
-
-
-class SchedulerSettings(EnvSettings):
-    """When the scheduled jobs run (triage_bot/settings.py: the one settings system)."""
-
-    error: ClassVar[type[ValueError]] = SchedulerConfigError
-
-    check_interval_s: float = env("TRIAGE_CHECK_INTERVAL_S", 30.0, ge=1, le=86_400)
-    digest_cron: str = env("TRIAGE_DIGEST_CRON", "0 9 * * mon")
-    digest_days: int = env("TRIAGE_DIGEST_DAYS", 7, ge=1, le=92)
-    prune_cron: str = env("TRIAGE_PRUNE_CRON", "30 3 * * *")
-    timezone: str = env("TRIAGE_TIMEZONE", "UTC")
-    leader_poll_s: float = env("TRIAGE_LEADER_POLL_S", 5.0, ge=0.05, le=600)
-    runner_id: str = Field(default_factory=lambda: f"{socket.gethostname()}-{os.getpid()}")
-
-    @model_validator(mode="after")
-    def _check(self) -> Self:
-        tz = self.tz
-        for name, expr in (("TRIAGE_DIGEST_CRON", self.digest_cron), ("TRIAGE_PRUNE_CRON", self.prune_cron)):
-            try:
-                CronTrigger.from_crontab(expr, timezone=tz)
-            except ValueError as exc:
-                raise SchedulerConfigError(f"{name}={expr!r}: {exc}") from None
-        return self
-
-    @property
-    def tz(self) -> tzinfo:
-        try:
-            return ZoneInfo(self.timezone)
-        except (ZoneInfoNotFoundError, ValueError):
-            raise SchedulerConfigError(f"TRIAGE_TIMEZONE={self.timezone!r} is not a known timezone") from None
-
-
-# ---------------------------------------------------------------------- coordination
 
 
 class Coordinator(Protocol):
@@ -400,215 +338,3 @@ def coordinator_for(database_url: str, settings: SchedulerSettings) -> LocalCoor
     db = url.database
     lock = Path(f"{db}.scheduler.lock") if db and db != ":memory:" else None
     return LocalCoordinator(lock, poll_s=settings.leader_poll_s)
-
-
-# ---------------------------------------------------------------------- jobs
-
-
-@dataclass
-class JobSpec:
-    id: str
-    func: Callable[[], Any]
-    trigger: BaseTrigger
-    misfire_grace_s: int
-
-
-def slot_of(trigger: BaseTrigger, now: datetime, grace_s: float) -> datetime | None:
-    """The scheduled fire time this run belongs to: the trigger's first time at or after now - grace."""
-    slot: datetime | None = trigger.get_next_fire_time(None, now - timedelta(seconds=grace_s))
-    if slot is None or slot > now + timedelta(seconds=0.5):
-        return None
-    return slot.astimezone(UTC)
-
-
-class TriageScheduler:
-    """APScheduler with every job wrapped in leadership + slot claim."""
-
-    def __init__(
-        self, coordinator: Coordinator, jobs: list[JobSpec], *, clock: Callable[[], datetime] | None = None
-    ):
-        self.coordinator = coordinator
-        self.jobs = {j.id: j for j in jobs}
-        self.clock = clock or (lambda: datetime.now(UTC))
-        self.runs: list[tuple[str, datetime]] = []  # (job, slot) run here, for tests and /healthz
-        self.errors = 0
-        self.skipped = 0  # slots that found their job still running an earlier slot
-        self._job_locks = {j.id: threading.Lock() for j in jobs}
-        self._scheduler = BackgroundScheduler(
-            executors={"default": ThreadPoolExecutor(max(4, len(jobs) + 1))},
-            job_defaults={"coalesce": True, "max_instances": 1},
-            timezone=UTC,
-        )
-        self._scheduler.add_listener(
-            self._on_event, EVENT_JOB_ERROR | EVENT_JOB_MISSED | EVENT_JOB_MAX_INSTANCES
-        )
-        coordinator.on_leadership(self._catch_up)
-
-    def start(self) -> None:
-        for spec in self.jobs.values():
-            self._scheduler.add_job(
-                self.run_slot,
-                spec.trigger,
-                args=[spec.id],
-                id=spec.id,
-                name=spec.id,
-                misfire_grace_time=spec.misfire_grace_s,
-                coalesce=True,
-                max_instances=1,
-                replace_existing=True,
-            )
-        self._scheduler.start()
-        self.coordinator.start()
-
-    def shutdown(self, wait: bool = True) -> None:
-        with contextlib.suppress(Exception):
-            self._scheduler.shutdown(wait=wait)
-        self.coordinator.stop()
-
-    def _on_event(self, event: JobEvent) -> None:
-        if event.code == EVENT_JOB_MISSED:
-            log.warning(
-                "scheduler: run of %s at %s was missed (beyond its misfire grace)",
-                event.job_id,
-                getattr(event, "scheduled_run_time", None),
-            )
-        elif event.code == EVENT_JOB_MAX_INSTANCES:
-            self.skipped += 1  # APScheduler's own max_instances rule; it logs the warning itself
-        else:
-            self.errors += 1
-
-    def run_slot(self, job_id: str, slot: datetime | None = None) -> bool:
-        """Run one slot of a job if this replica leads and nobody has claimed the slot yet."""
-        spec = self.jobs[job_id]
-        if slot is None:
-            slot = slot_of(spec.trigger, self.clock(), spec.misfire_grace_s)
-            if slot is None:
-                return False
-        lock = self._job_locks[job_id]
-        if not lock.acquire(blocking=False):
-            # still running an earlier slot (APScheduler's max_instances rule, also for catch-up runs):
-            # skip this one rather than queue it behind, or runs would pile up after an overrun
-            self.skipped += 1
-            log.warning("scheduler: %s is still running; slot %s skipped", job_id, slot.isoformat())
-            return False
-        try:
-            if not self.coordinator.is_leader(verify=True):
-                return False
-            if not self.coordinator.claim(job_id, slot):
-                return False
-            self.runs.append((job_id, slot))
-            try:
-                spec.func()
-            except Exception:
-                self.errors += 1
-                log.exception(
-                    "scheduler: job %s (slot %s) failed; the next slot runs as usual",
-                    job_id,
-                    slot.isoformat(),
-                )
-            return True
-        finally:
-            lock.release()
-
-    def _catch_up(self) -> None:
-        """On becoming leader: run each job's current slot if the previous leader did not."""
-        now = self.clock()
-        for spec in self.jobs.values():
-            slot = slot_of(spec.trigger, now, spec.misfire_grace_s)
-            if slot is not None:
-                threading.Thread(
-                    target=self.run_slot, args=(spec.id, slot), name=f"catch-up-{spec.id}", daemon=True
-                ).start()
-
-
-def default_jobs(
-    settings: SchedulerSettings,
-    *,
-    check: Callable[[], Any] | None,
-    digest: Callable[[], Any] | None,
-    prune: Callable[[], Any] | None,
-) -> list[JobSpec]:
-    """The three jobs with their triggers and deliberately chosen misfire grace times."""
-    jobs: list[JobSpec] = []
-    if check is not None:
-        interval = settings.check_interval_s
-        jobs.append(
-            JobSpec(
-                "health_check",
-                check,
-                IntervalTrigger(seconds=interval, start_date=SLOT_EPOCH, timezone=UTC),
-                misfire_grace_s=max(1, int(interval / 2)),
-            )
-        )
-    if digest is not None:
-        jobs.append(
-            JobSpec(
-                "weekly_digest",
-                digest,
-                CronTrigger.from_crontab(settings.digest_cron, timezone=settings.tz),
-                misfire_grace_s=6 * 3600,
-            )
-        )
-    if prune is not None:
-        jobs.append(
-            JobSpec(
-                "retention_prune",
-                prune,
-                CronTrigger.from_crontab(settings.prune_cron, timezone=settings.tz),
-                misfire_grace_s=12 * 3600,
-            )
-        )
-    return jobs
-
-
-def build_scheduler(
-    *,
-    database_url: str | None = None,
-    engines_path: str | None = None,
-    environ: Mapping[str, str] | None = None,
-    notifier: Any = None,
-    digest_poster: Callable[[], Any] | None = None,
-    outputs: Callable[[Any], dict[str, Any]] | None = None,
-) -> TriageScheduler:
-    """The bot's scheduler from the environment: engines.yaml, DATABASE_URL, timezone.
-
-    `triage-bot serve` calls this and `start()`s it next to the Slack app, passing `outputs`
-    (triage_bot/slack/outputs.py: the alert notifier and digest poster, built on the history store made
-    here); the scheduler itself writes to no chat system. Health checks are skipped (with a log
-    line) when no engines file exists; the digest job exists only with a digest poster.
-    """
-    from triage_bot.health.config import load_engines
-    from triage_bot.health.monitor import HealthMonitor
-    from triage_bot.history import HistoryStore
-    from triage_bot.settings import Settings
-
-    env = dict(os.environ if environ is None else environ)
-    base = Settings.from_env(env)
-    url = database_url or base.database_url
-    settings = SchedulerSettings.from_env(env)
-    store = HistoryStore.from_settings(base) if database_url is None else HistoryStore.from_url(url)
-
-    if outputs is not None:  # the process wiring's writers (Slack): they need the store built here
-        built = outputs(store)
-        notifier = notifier or built.get("notifier")
-        digest_poster = digest_poster or built.get("digest_poster")
-    check = None
-    path = engines_path or env.get("TRIAGE_ENGINES") or "engines.yaml"
-    if Path(path).is_file():
-        config = load_engines(path, env)
-        monitor = HealthMonitor(config, store=store, notifier=notifier)
-        check = monitor.run_once_sync
-    else:
-        log.warning("scheduler: no engines file at %s; health checks are off", path)
-
-    coordinator = coordinator_for(url, settings)
-
-    def prune() -> None:
-        result = store.prune(base.retention_days)
-        log.info("retention: %s", result)
-        if isinstance(coordinator, PostgresCoordinator):
-            coordinator.prune_claims()
-
-    return TriageScheduler(
-        coordinator, default_jobs(settings, check=check, digest=digest_poster, prune=prune)
-    )
