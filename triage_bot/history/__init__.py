@@ -48,7 +48,8 @@ from triage_bot.history.queries import (
     SeenBefore,
     Uptime,
 )
-from triage_bot.history.recorder import Observation, Recorder, RecordResult
+from triage_bot.history.recorder import Recorder
+from triage_bot.history.records import Observation, RecordResult
 from triage_bot.history.retention import PruneResult
 from triage_bot.history.sanitize import EXCERPT_CAP_BYTES
 from triage_bot.history.spool import DrainResult, Spool

@@ -25,7 +25,7 @@ from triage_bot.history.models import (
     Occurrence,
     PostedMessage,
 )
-from triage_bot.history.recorder import active_mute
+from triage_bot.history.operations import active_mute
 
 MAX_LIMIT = 10_000
 

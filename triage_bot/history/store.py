@@ -13,11 +13,12 @@ from typing import Any, TypeVar
 
 from sqlalchemy.orm import Session
 
-from triage_bot.history import queries, retention
+from triage_bot.history import operations, queries, retention
 from triage_bot.history import sanitize as clean
 from triage_bot.history.db import READ_ONLY, make_engine, make_session_factory
 from triage_bot.history.queries import DigestNumbers, IncidentSummary, MuteInfo, PostedRef, SeenBefore, Uptime
-from triage_bot.history.recorder import SPOOLED_RECORD, Observation, Recorder, RecordResult
+from triage_bot.history.recorder import Recorder
+from triage_bot.history.records import SPOOLED_RECORD, Observation, RecordResult
 from triage_bot.history.retention import PruneResult
 from triage_bot.history.spool import Spool
 from triage_bot.settings import Settings
@@ -67,7 +68,7 @@ class HistoryStore(Recorder):
         now = self.clock()
 
         def apply(session: Session, args: dict[str, Any]) -> Recall:
-            result = self._apply_record(session, args)
+            result = operations.record(session, args, self.dedup_window)
             if result.incident_id is None:
                 return Recall(result)
             sig, engine, channel = args["signature_id"], args["engine"], args["channel"]
