@@ -175,7 +175,7 @@ def test_info_prints_every_location_and_creates_none(tmp_path, monkeypatch) -> N
 
 
 def test_kb_lint_fails_on_an_example_another_signature_takes(tmp_path: Path) -> None:
-    from tests.conftest import MINI_ENGINE, write_kb
+    from tests.support.knowledge import MINI_ENGINE, write_kb
 
     mine = write_kb(tmp_path / "good")
     assert CliRunner().invoke(cli, ["kb", "lint", "--quiet", "--directory", str(mine)]).exit_code == 0
@@ -194,7 +194,7 @@ def test_kb_lint_fails_on_an_example_another_signature_takes(tmp_path: Path) -> 
 
 
 def test_kb_lint_fails_when_an_example_expects_what_the_answer_does_not_say(tmp_path: Path) -> None:
-    from tests.conftest import MINI_ENGINE, write_kb
+    from tests.support.knowledge import MINI_ENGINE, write_kb
 
     first_example = '      - "ValueError: No available memory for the cache blocks."\n'
 

@@ -12,7 +12,7 @@ from triage_bot.evaluation import Evaluation, evaluate
 
 @pytest.fixture(scope="module")
 def evaluation() -> Evaluation:
-    from tests.conftest import CORPUS
+    from tests.support.knowledge import CORPUS
 
     if not (CORPUS / "errors.jsonl").exists():
         pytest.skip(f"shared corpus not found at {CORPUS}")

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import MINI_ENGINE, write_kb
+from tests.support.knowledge import MINI_ENGINE, write_kb
 from triage_bot.kb.loader import KnowledgeBaseError, collect_problems, load
 
 
@@ -78,7 +78,7 @@ def test_yaml_syntax_error_has_line(tmp_path: Path) -> None:
 
 
 def test_family_without_protocol_is_an_error(tmp_path: Path) -> None:
-    from tests.conftest import MINI_FAMILY
+    from tests.support.knowledge import MINI_FAMILY
 
     no_protocol = (
         MINI_FAMILY.split("    protocol:")[0] + "    faq: LoRA failures are usually adapter mismatches.\n"
@@ -98,7 +98,7 @@ def test_bundled_kb_covers_the_shared_taxonomy() -> None:
     """Every id in the shared TAXONOMY.md has a signature in the bundled knowledge base."""
     import re
 
-    from tests.conftest import CORPUS
+    from tests.support.knowledge import CORPUS
 
     taxonomy = CORPUS / "TAXONOMY.md"
     if not taxonomy.exists():

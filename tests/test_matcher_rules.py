@@ -79,7 +79,7 @@ def test_family_answer_serialises_with_its_protocol(triager: Triager) -> None:
 
 
 def test_weak_pattern_ranks_below_an_exact_message(tmp_path: Path) -> None:
-    from tests.conftest import MINI_ENGINE, write_kb
+    from tests.support.knowledge import MINI_ENGINE, write_kb
 
     weak = MINI_ENGINE.replace(
         "    patterns: ['EngineDeadError']",

@@ -6,7 +6,7 @@ from datetime import UTC, datetime, timedelta
 
 from slack_sdk import WebClient
 
-from tests.health.conftest import FAST, engine_entry
+from tests.support.fleet import FAST, engine_entry
 from triage_bot.health.alerts import Alert, alert_blocks, escape
 from triage_bot.health.config import parse_engines
 from triage_bot.health.monitor import HealthMonitor

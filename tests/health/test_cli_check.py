@@ -9,7 +9,7 @@ from pathlib import Path
 import yaml
 from click.testing import CliRunner
 
-from tests.health.conftest import FAST, engine_entry
+from tests.support.fleet import FAST, engine_entry
 from triage_bot.cli.main import cli
 from triage_bot.testing.fake_engines import Mode
 

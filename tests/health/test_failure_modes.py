@@ -12,7 +12,7 @@ from datetime import timedelta
 
 import pytest
 
-from tests.health.conftest import FAST, engine_entry
+from tests.support.fleet import FAST, engine_entry
 from triage_bot.health.alerts import RecordingNotifier
 from triage_bot.health.config import parse_engines
 from triage_bot.health.monitor import HealthMonitor

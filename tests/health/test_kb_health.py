@@ -6,7 +6,7 @@ import shutil
 
 import pytest
 
-from tests.conftest import write_kb
+from tests.support.knowledge import write_kb
 from triage_bot.core import Triager
 from triage_bot.health.rules import SIGNATURES
 from triage_bot.kb.loader import DEFAULT_DIR, load

@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-from tests.health.conftest import FAST, engine_entry
-from tests.support.metrics import moved, scrape, value
+from tests.support.fleet import FAST, engine_entry
+from tests.support.metrics import moved, scrape
 from triage_bot.health.config import parse_engines
 from triage_bot.health.monitor import HealthMonitor
-from triage_bot.scheduler import LocalCoordinator
 from triage_bot.testing.fake_engines import Mode
 
 
@@ -28,13 +27,3 @@ def test_probe_results_and_durations_are_counted_per_engine(fakes, store) -> Non
     }
     assert found == {"up": 1, "down": 1}, found
     assert moved(before, after, "triage_engine_probe_seconds_count", engine="metrics-vllm") == 2
-
-
-def test_scheduler_leadership_is_a_gauge(tmp_path) -> None:
-    coordinator = LocalCoordinator(tmp_path / "history.sqlite3.scheduler.lock", poll_s=0.1)
-    coordinator.start()
-    try:
-        assert coordinator.is_leader() and value(scrape(), "triage_scheduler_leader") == 1
-    finally:
-        coordinator.stop()
-    assert value(scrape(), "triage_scheduler_leader") == 0

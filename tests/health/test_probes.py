@@ -7,7 +7,7 @@ import asyncio
 
 import pytest
 
-from tests.health.conftest import FAST, engine_entry
+from tests.support.fleet import FAST, engine_entry
 from triage_bot.health.config import parse_engines
 from triage_bot.health.poller import Poller
 from triage_bot.health.probes import available_kinds

@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta
 
 from sqlalchemy import select
 
-from tests.slack.conftest import ADMIN, ALICE, CHANNEL, KV_ERROR, Env
+from tests.support.slack_env import ADMIN, ALICE, CHANNEL, KV_ERROR, Env
 from triage_bot.history.models import Feedback
 from triage_bot.slack.blocks import ACTION_ACK, ACTION_DETAILS, ACTION_HELPFUL, ACTION_RESOLVE, ACTION_WRONG
 from triage_bot.slack.modals import ACTION_PICK, BLOCK_PICK, WRONG_MATCH_VIEW

@@ -20,8 +20,8 @@ import httpx
 import pytest
 import yaml
 
-from tests.slack.conftest import Env, make_history, start_env, stop_env
 from tests.support.replica import free_port
+from tests.support.slack_env import Env, make_history, start_env, stop_env
 from triage_bot.core import default_triager
 from triage_bot.health.alertmanager import AlertmanagerReceiver, PayloadError, parse_payload
 from triage_bot.health.alerts import ACTION_ACK

@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from tests.slack.conftest import KV_ERROR, Env
+from tests.support.slack_env import KV_ERROR, Env
 from triage_bot.slack.delivery import wait_for_outbox
 from triage_bot.testing import slack_requests as req
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from tests.slack.conftest import KV_ERROR, Env
+from tests.support.slack_env import KV_ERROR, Env
 from triage_bot.testing import slack_requests as req
 
 LOG = (

@@ -6,7 +6,7 @@ import json
 from datetime import UTC, datetime
 from types import SimpleNamespace
 
-from tests.slack.conftest import ALICE, CHANNEL, KV_ERROR, Env, start_env, stop_env
+from tests.support.slack_env import ALICE, CHANNEL, KV_ERROR, Env, start_env, stop_env
 from triage_bot.slack.integrations import Integrations
 from triage_bot.testing import slack_requests as req
 

@@ -8,7 +8,7 @@ import time
 import httpx
 import pytest
 
-from tests.slack.conftest import KV_ERROR, Env
+from tests.support.slack_env import KV_ERROR, Env
 from triage_bot.slack.app import build
 from triage_bot.slack.config import SlackConfig, SlackConfigError
 from triage_bot.testing import slack_requests as req

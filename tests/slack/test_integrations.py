@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.slack.conftest import KV_ERROR, start_env, stop_env
+from tests.support.slack_env import KV_ERROR, start_env, stop_env
 from triage_bot.slack.integrations import Integrations
 from triage_bot.testing import slack_requests as req
 

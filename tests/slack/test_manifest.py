@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.slack.conftest import Env
+from tests.support.slack_env import Env
 from triage_bot.slack.blocks import ALL_ACTIONS
 from triage_bot.testing import slack_requests as req
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import threading
 
-from tests.slack.conftest import ADMIN, CHANNEL, KV_ERROR, Env, start_env, stop_env
+from tests.support.slack_env import ADMIN, CHANNEL, KV_ERROR, Env, start_env, stop_env
 from triage_bot.slack.blocks import answer_message
 from triage_bot.testing import slack_requests as req
 

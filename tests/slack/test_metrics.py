@@ -12,9 +12,9 @@ import httpx
 import pytest
 import yaml
 
-from tests.slack.conftest import KV_ERROR, Env
 from tests.support.metrics import moved, scrape, value
 from tests.support.replica import free_port
+from tests.support.slack_env import KV_ERROR, Env
 from triage_bot.testing import slack_requests as req
 from triage_bot.testing.waiting import wait_until
 

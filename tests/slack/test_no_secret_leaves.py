@@ -11,8 +11,8 @@ import json
 import pytest
 from sqlalchemy import select
 
-from tests.slack.conftest import KV_ERROR, Env
 from tests.support.secrets import SECRET_FORMS
+from tests.support.slack_env import KV_ERROR, Env
 from triage_bot.core import default_triager
 from triage_bot.slack.store import outbox_table, shares_table
 from triage_bot.testing import slack_requests as req

@@ -9,8 +9,8 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from sqlalchemy import create_engine, text
 
-from tests.slack.conftest import KV_ERROR, start_env, stop_env
-from tests.storage.conftest import PG_URL, _pg_problem, with_schema
+from tests.support.slack_env import KV_ERROR, start_env, stop_env
+from tests.support.storage import PG_URL, pg_problem, with_schema
 from triage_bot.history import HistoryStore
 from triage_bot.history.models import Base
 from triage_bot.testing import slack_requests as req
@@ -18,7 +18,7 @@ from triage_bot.testing import slack_requests as req
 
 @pytest.fixture
 def pg_url() -> Iterator[str]:
-    problem = _pg_problem()
+    problem = pg_problem()
     if problem:
         pytest.skip(f"PostgreSQL unreachable at {PG_URL} ({problem})")
     import os

@@ -7,7 +7,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from tests.slack.conftest import ADMIN, ALICE, CHANNEL, KV_ERROR, Env, start_env, stop_env
+from tests.support.slack_env import ADMIN, ALICE, CHANNEL, KV_ERROR, Env, start_env, stop_env
 from triage_bot.slack.blocks import ACTION_POST, answer_message, with_share_button
 from triage_bot.slack.integrations import Integrations
 from triage_bot.testing import slack_requests as req

@@ -6,7 +6,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests.slack.conftest import CHANNEL, KV_ERROR
+from tests.support.slack_env import CHANNEL, KV_ERROR
 from triage_bot.slack.app import SlackBot, build
 from triage_bot.slack.config import SlackConfig
 from triage_bot.slack.integrations import Integrations

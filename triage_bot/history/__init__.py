@@ -38,16 +38,9 @@ Bad arguments raise ValueError with a message that names the argument.
 """
 
 from triage_bot.history.errors import IncidentNotFound, SpoolFullError, StorageError, StorageUnavailable
+from triage_bot.history.figures import DigestNumbers, GroupCount, Uptime
 from triage_bot.history.fingerprint import fingerprint
-from triage_bot.history.queries import (
-    DigestNumbers,
-    GroupCount,
-    IncidentSummary,
-    MuteInfo,
-    PostedRef,
-    SeenBefore,
-    Uptime,
-)
+from triage_bot.history.queries import IncidentSummary, MuteInfo, PostedRef, SeenBefore
 from triage_bot.history.recorder import Recorder
 from triage_bot.history.records import Observation, RecordResult
 from triage_bot.history.retention import PruneResult

@@ -7,9 +7,7 @@ text filters are cleaned the same way stored text is, so they compare like with 
 
 from __future__ import annotations
 
-import statistics
-from collections import defaultdict
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from datetime import datetime
 from typing import Any
 
@@ -19,10 +17,8 @@ from sqlalchemy.orm import Session
 from triage_bot.history import sanitize as clean
 from triage_bot.history.models import (
     INCIDENT_STATUSES,
-    EngineCheck,
     Incident,
     Mute,
-    Occurrence,
     PostedMessage,
 )
 from triage_bot.history.operations import active_mute
@@ -41,6 +37,8 @@ def _jsonable(value: Any) -> Any:
 
 
 class _Json:
+    """A frozen dataclass that prints as JSON (datetimes as ISO text); shared by the read models."""
+
     __slots__ = ()
 
     def to_json(self) -> dict[str, Any]:
@@ -135,50 +133,6 @@ class PostedRef(_Json):
     kind: str
     incident_id: int | None
     engine: str | None
-
-
-@dataclass(frozen=True, slots=True)
-class GroupCount(_Json):
-    """Counts for one engine (signature_id None) or one signature on one engine, in a period."""
-
-    engine: str
-    signature_id: str | None
-    incidents: int = 0  # opened in the period
-    new: int = 0
-    recurring: int = 0
-    occurrences: int = 0  # seen in the period, whenever their incident opened
-
-
-@dataclass(frozen=True, slots=True)
-class Uptime(_Json):
-    engine: str
-    checks: int
-    up: int
-    degraded: int
-    down: int
-    unknown: int
-    ratio: float | None  # (up + degraded) / (up + degraded + down); unknown results are left out
-
-
-@dataclass(frozen=True, slots=True)
-class DigestNumbers(_Json):
-    start: datetime
-    end: datetime
-    incidents: int  # opened in [start, end)
-    new: int
-    recurring: int
-    occurrences: int
-    still_open: int  # opened in the period and not resolved by its end
-    mtta_seconds: float | None  # mean first-response time of incidents acknowledged in the period
-    mtta_median_seconds: float | None
-    mtta_samples: int
-    mttr_seconds: float | None  # mean open-to-resolved time of incidents resolved in the period
-    mttr_median_seconds: float | None
-    mttr_samples: int
-    by_engine: list[GroupCount] = field(default_factory=list)
-    by_signature: list[GroupCount] = field(default_factory=list)
-    top_recurring: list[GroupCount] = field(default_factory=list)
-    uptime: list[Uptime] = field(default_factory=list)
 
 
 def _text(value: str | None) -> str | None:
@@ -324,113 +278,3 @@ def find_posted(
         stmt.order_by(PostedMessage.created_at.desc(), PostedMessage.id.desc()).limit(1)
     ).first()
     return None if row is None else PostedRef(*row)
-
-
-def digest_numbers(session: Session, start: datetime, end: datetime, top: int = 5) -> DigestNumbers:
-    """The weekly digest's figures for [start, end); call twice for a trend against last week."""
-    start, end = clean.period(start, end)
-    opened = (Incident.first_seen >= start) & (Incident.first_seen < end)
-
-    # Incidents opened in the period, by engine, signature and new/recurring.
-    groups: dict[tuple[str, str], dict[str, int]] = defaultdict(lambda: defaultdict(int))
-    for eng, sig, recurring, n in session.execute(
-        select(Incident.engine, Incident.signature_id, Incident.is_recurring, func.count(Incident.id))
-        .where(opened)
-        .group_by(Incident.engine, Incident.signature_id, Incident.is_recurring)
-    ):
-        counts = groups[(eng, sig)]
-        counts["incidents"] += n
-        counts["recurring" if recurring else "new"] += n
-
-    # Occurrences in the period, whenever their incident opened. Counting per incident first reads
-    # only the (seen_at, incident_id) index; joining the few incidents afterwards is cheap.
-    per_incident = (
-        select(Occurrence.incident_id, func.count().label("n"))
-        .where(Occurrence.seen_at >= start, Occurrence.seen_at < end)
-        .group_by(Occurrence.incident_id)
-        .subquery()
-    )
-    for eng, sig, n in session.execute(
-        select(Incident.engine, Incident.signature_id, func.sum(per_incident.c.n))
-        .join(per_incident, per_incident.c.incident_id == Incident.id)
-        .group_by(Incident.engine, Incident.signature_id)
-    ):
-        groups[(eng, sig)]["occurrences"] += int(n)
-
-    by_signature = [GroupCount(eng, sig, **counts) for (eng, sig), counts in groups.items()]
-    by_signature.sort(key=lambda g: (-g.incidents, -g.occurrences, g.engine, g.signature_id or ""))
-    engines: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
-    for g in by_signature:
-        for name in ("incidents", "new", "recurring", "occurrences"):
-            engines[g.engine][name] += getattr(g, name)
-    by_engine = [GroupCount(eng, None, **counts) for eng, counts in engines.items()]
-    by_engine.sort(key=lambda g: (-g.incidents, -g.occurrences, g.engine))
-    top_recurring = sorted(
-        (g for g in by_signature if g.recurring),
-        key=lambda g: (-g.recurring, -g.occurrences, g.signature_id or ""),
-    )[:top]
-
-    still_open = session.scalar(
-        select(func.count(Incident.id)).where(
-            opened, (Incident.resolved_at.is_(None)) | (Incident.resolved_at >= end)
-        )
-    )
-    mtta = _durations(session, Incident.acknowledged_at, start, end)
-    mttr = _durations(session, Incident.resolved_at, start, end)
-
-    return DigestNumbers(
-        start=start,
-        end=end,
-        incidents=sum(g.incidents for g in by_engine),
-        new=sum(g.new for g in by_engine),
-        recurring=sum(g.recurring for g in by_engine),
-        occurrences=sum(g.occurrences for g in by_engine),
-        still_open=still_open or 0,
-        mtta_seconds=statistics.fmean(mtta) if mtta else None,
-        mtta_median_seconds=statistics.median(mtta) if mtta else None,
-        mtta_samples=len(mtta),
-        mttr_seconds=statistics.fmean(mttr) if mttr else None,
-        mttr_median_seconds=statistics.median(mttr) if mttr else None,
-        mttr_samples=len(mttr),
-        by_engine=by_engine,
-        by_signature=by_signature,
-        top_recurring=top_recurring,
-        uptime=uptime(session, start, end),
-    )
-
-
-def _durations(session: Session, column: Any, start: datetime, end: datetime) -> list[float]:
-    """Seconds from first seen to `column` for incidents whose `column` falls in the period."""
-    rows = session.execute(select(Incident.first_seen, column).where(column >= start, column < end))
-    return [max(0.0, (done - first).total_seconds()) for first, done in rows]
-
-
-def uptime(session: Session, start: datetime, end: datetime) -> list[Uptime]:
-    """Per engine, the share of checks that found it serving (up or degraded) in [start, end).
-
-    Checks run at a fixed interval, so the share of checks is the share of time.
-    """
-    start, end = clean.period(start, end)
-    states: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
-    for eng, state, n in session.execute(
-        select(EngineCheck.engine, EngineCheck.state, func.count())
-        .where(EngineCheck.checked_at >= start, EngineCheck.checked_at < end)
-        .group_by(EngineCheck.engine, EngineCheck.state)
-    ):
-        states[eng][state] += n
-    result = []
-    for eng in sorted(states):
-        s = states[eng]
-        known = s["up"] + s["degraded"] + s["down"]
-        result.append(
-            Uptime(
-                engine=eng,
-                checks=known + s["unknown"],
-                up=s["up"],
-                degraded=s["degraded"],
-                down=s["down"],
-                unknown=s["unknown"],
-                ratio=(s["up"] + s["degraded"]) / known if known else None,
-            )
-        )
-    return result

@@ -13,10 +13,11 @@ from typing import Any, TypeVar
 
 from sqlalchemy.orm import Session
 
-from triage_bot.history import operations, queries, retention
+from triage_bot.history import figures, operations, queries, retention
 from triage_bot.history import sanitize as clean
 from triage_bot.history.db import READ_ONLY, make_engine, make_session_factory
-from triage_bot.history.queries import DigestNumbers, IncidentSummary, MuteInfo, PostedRef, SeenBefore, Uptime
+from triage_bot.history.figures import DigestNumbers, Uptime
+from triage_bot.history.queries import IncidentSummary, MuteInfo, PostedRef, SeenBefore
 from triage_bot.history.recorder import Recorder
 from triage_bot.history.records import SPOOLED_RECORD, Observation, RecordResult
 from triage_bot.history.retention import PruneResult
@@ -143,10 +144,10 @@ class HistoryStore(Recorder):
         return self._read(lambda s: queries.find_posted(s, incident_id=incident_id, engine=engine, kind=kind))
 
     def digest_numbers(self, start: datetime, end: datetime, top: int = 5) -> DigestNumbers:
-        return self._read(lambda s: queries.digest_numbers(s, start, end, top))
+        return self._read(lambda s: figures.digest_numbers(s, start, end, top))
 
     def uptime(self, start: datetime, end: datetime) -> list[Uptime]:
-        return self._read(lambda s: queries.uptime(s, start, end))
+        return self._read(lambda s: figures.uptime(s, start, end))
 
     # -- retention -----------------------------------------------------------------------------
 

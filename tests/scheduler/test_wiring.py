@@ -6,7 +6,7 @@ from pathlib import Path
 
 import yaml
 
-from tests.health.conftest import FAST, engine_entry
+from tests.support.fleet import FAST, engine_entry
 from triage_bot.history.db import make_engine
 from triage_bot.history.models import Base
 from triage_bot.scheduler import build_scheduler

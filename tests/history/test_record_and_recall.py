@@ -6,7 +6,7 @@ from datetime import datetime, timedelta
 
 from sqlalchemy import Engine, event
 
-from tests.storage.conftest import Switch
+from tests.support.storage import Switch
 from triage_bot.history import HistoryStore, Observation
 
 SIG = "vllm.kv_cache_no_memory"

@@ -13,11 +13,10 @@ from pathlib import Path
 import pytest
 from sqlalchemy import Engine, func, select
 
+from tests.support.storage import Switch
 from triage_bot.history import HistoryStore, Observation, Spool, SpoolFullError, StorageUnavailable
 from triage_bot.history.errors import is_unavailable
 from triage_bot.history.models import EngineCheck, Incident, Occurrence
-
-from .conftest import Switch
 
 SIG = "vllm.kv_cache_no_memory"
 

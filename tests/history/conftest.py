@@ -11,45 +11,24 @@ from __future__ import annotations
 
 import os
 import secrets
-import sqlite3
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
-from urllib.parse import quote
 
 import pytest
 from sqlalchemy import Engine, create_engine, text
-from sqlalchemy.exc import OperationalError
 
+from tests.support.storage import PG_URL, Switch, pg_problem, with_schema
 from triage_bot.history import HistoryStore, Spool
 from triage_bot.history.db import make_engine, make_session_factory
 from triage_bot.history.models import Base
 
-PG_URL = os.environ.get("TRIAGE_TEST_PG_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/test")
 TABLES = ", ".join(table.name for table in Base.metadata.sorted_tables)
-
-
-def with_schema(url: str, schema: str) -> str:
-    """The URL with search_path set to `schema`, so models, Alembic and subprocesses all use it."""
-    sep = "&" if "?" in url else "?"
-    return f"{url}{sep}options={quote(f'-csearch_path={schema}')}"
-
-
-def _pg_problem() -> str | None:
-    engine = create_engine(PG_URL, connect_args={"connect_timeout": 2})
-    try:
-        with engine.connect() as connection:
-            connection.execute(text("select 1"))
-        return None
-    except Exception as error:
-        return str(getattr(error, "orig", error)).strip().splitlines()[0]
-    finally:
-        engine.dispose()
 
 
 @pytest.fixture(scope="session")
 def pg_admin() -> Iterator[Engine]:
-    problem = _pg_problem()
+    problem = pg_problem()
     if problem:
         pytest.skip(
             f"PostgreSQL unreachable at {PG_URL} ({problem}); "
@@ -125,19 +104,6 @@ def store(engine: Engine, spool: Spool) -> HistoryStore:
 @pytest.fixture
 def now() -> datetime:
     return datetime.now(UTC)
-
-
-class Switch:
-    """A session factory that can be made to fail like a database that went away."""
-
-    def __init__(self, factory: Callable[[], object]) -> None:
-        self.factory = factory
-        self.down = False
-
-    def __call__(self) -> object:
-        if self.down:
-            raise OperationalError("connect", None, sqlite3.OperationalError("unable to open database file"))
-        return self.factory()
 
 
 @pytest.fixture
