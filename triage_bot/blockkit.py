@@ -23,6 +23,12 @@ MAX_BLOCK_ID = 255
 MAX_TOTAL_TEXT = 12_000  # beyond about this Slack answers msg_blocks_too_long
 
 
+def escape(text: str) -> str:
+    """Plain text -> mrkdwn that renders as the same characters and can mention no one: the three
+    control characters (`&`, `<`, `>`) and nothing else, which is Slack's own rule."""
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
 def _text(block: dict[str, Any]) -> str:
     text = block.get("text")
     return text.get("text", "") if isinstance(text, dict) else ""

@@ -7,9 +7,11 @@ from datetime import UTC, datetime, timedelta
 from slack_sdk import WebClient
 
 from tests.support.fleet import FAST, engine_entry
-from triage_bot.health.alerts import Alert, alert_blocks, escape
+from triage_bot.blockkit import escape
+from triage_bot.health.alerts import Alert
 from triage_bot.health.config import parse_engines
 from triage_bot.health.monitor import HealthMonitor
+from triage_bot.slack.alerts import alert_blocks
 from triage_bot.slack.config import SlackConfig
 from triage_bot.slack.delivery import Delivery
 from triage_bot.slack.outputs import SlackNotifier

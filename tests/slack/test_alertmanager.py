@@ -24,7 +24,7 @@ from tests.support.replica import free_port
 from tests.support.slack_env import Env, make_history, start_env, stop_env
 from triage_bot.core import default_triager
 from triage_bot.health.alertmanager import AlertmanagerReceiver, PayloadError, parse_payload
-from triage_bot.health.alerts import ACTION_ACK
+from triage_bot.slack.alerts import ACTION_ACK
 from triage_bot.testing.slack_standin import SlackStandin
 from triage_bot.testing.waiting import wait_until
 

@@ -18,13 +18,13 @@ from jinja2.sandbox import ImmutableSandboxedEnvironment
 
 from triage_bot.blockkit import (
     MAX_BLOCKS,
+    escape,
     limit_problems,  # noqa: F401 - re-exported for the digest's callers
 )
 from triage_bot.blockkit import MAX_HEADER as HEADER_MAX
 from triage_bot.blockkit import MAX_SECTION as SECTION_MAX
 from triage_bot.blockkit import MAX_TOTAL_TEXT as TOTAL_TEXT_MAX
 from triage_bot.digest.builder import Digest
-from triage_bot.health.alerts import escape
 
 TEMPLATES = Path(__file__).with_name("templates")
 LIST_MAX = 15  # rows per list section

@@ -30,8 +30,8 @@ from triage_bot.blockkit import (
     MAX_SECTION,
     limit_problems,
 )
-from triage_bot.health.alerts import ACTION_ACK
 from triage_bot.redaction import redact
+from triage_bot.slack.alerts import ACTION_ACK
 from triage_bot.slack.text import code_safe, escape, truncate
 
 MAX_CONTEXT_TEXT = 2000
@@ -41,7 +41,7 @@ MAX_FALLBACK = 3000
 MAX_TOTAL_TEXT = 11_000
 MORE = "… (cut to fit Slack's message limits)"
 
-ACTION_RESOLVE = "triage_resolve"  # ACTION_ACK comes from triage_bot.health.alerts (alerts carry it too)
+ACTION_RESOLVE = "triage_resolve"  # ACTION_ACK comes from triage_bot.slack.alerts (alerts carry it too)
 ACTION_WRONG = "triage_wrong_match"
 ACTION_HELPFUL = "triage_helpful"
 ACTION_POST = "triage_post_to_channel"

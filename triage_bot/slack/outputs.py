@@ -14,7 +14,9 @@ import logging
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from triage_bot.health.alerts import Alert, MessageRef, _duration, alert_blocks, alert_text, escape
+from triage_bot.blockkit import escape
+from triage_bot.health.alerts import Alert, MessageRef
+from triage_bot.slack.alerts import _duration, alert_blocks, alert_text
 from triage_bot.slack.config import SlackConfig
 from triage_bot.slack.delivery import Delivery, Failure
 

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import re
 
+from triage_bot.blockkit import escape as escape  # part of this module's surface: text to mrkdwn
+
 # <@U123>, <@U123|bob>, <#C123|general>, <!here>, <!subteam^S1|@team>, <http://x|label>, <mailto:…>
 _ENTITY = re.compile(r"<([@#!]?)([^<>|]*)(?:\|([^<>]*))?>")
 _TRUNCATION = "… (truncated)"
@@ -37,11 +39,6 @@ def from_slack(text: str) -> str:
         return ""
     text = _ENTITY.sub(_entity_text, text)
     return text.replace("&lt;", "<").replace("&gt;", ">").replace("&amp;", "&")
-
-
-def escape(text: str) -> str:
-    """Plain text → mrkdwn that renders as the same characters and can mention no one."""
-    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
 
 def code_safe(text: str) -> str:

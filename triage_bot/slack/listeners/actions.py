@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 from slack_bolt import App
 from slack_sdk import WebClient
 
-from triage_bot.health.alerts import ACTION_ACK
+from triage_bot.slack.alerts import ACTION_ACK
 from triage_bot.slack.blocks import (
     ACTION_DETAILS,
     ACTION_HELPFUL,
