@@ -30,7 +30,7 @@ from urllib.parse import quote
 
 from sqlalchemy import Engine, bindparam, create_engine, insert, text
 
-from triage_bot.history import HistoryStore, Observation
+from triage_bot.history import HistoryStore, Sighting
 from triage_bot.history.db import make_engine
 from triage_bot.history.fingerprint import fingerprint
 from triage_bot.history.models import Base, EngineCheck, Incident, Occurrence
@@ -49,8 +49,8 @@ PASTE = (
 ) * 3
 
 
-def _observation(rng: random.Random) -> Observation:
-    return Observation(
+def _observation(rng: random.Random) -> Sighting:
+    return Sighting(
         rng.choice(SIGNATURES[:20]),
         rng.choice(ENGINES),
         rng.choice(TARGETS),

@@ -85,9 +85,9 @@ def triage_and_record(
             return Outcome(answer, not_recorded=str(exc) or type(exc).__name__)
         if history is None:
             return Outcome(answer)
-    from triage_bot.history import Observation
+    from triage_bot.history import Sighting
 
-    observation = Observation(
+    observation = Sighting(
         signature_id=m.id,
         engine=m.engine,
         target=origin.target,

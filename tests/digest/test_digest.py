@@ -14,9 +14,9 @@ from slack_sdk import WebClient
 
 from triage_bot.cli.main import cli
 from triage_bot.digest import build_digest, digest_blocks, limit_problems, render_png
-from triage_bot.digest.blocks import environment
 from triage_bot.digest.chart import PALETTE
-from triage_bot.history import HistoryStore, Observation
+from triage_bot.digest.message import environment
+from triage_bot.history import HistoryStore, Sighting
 from triage_bot.history.db import make_engine, make_session_factory
 from triage_bot.history.models import Base
 from triage_bot.slack.config import SlackConfig
@@ -50,11 +50,11 @@ def seeded(tmp_path: Path) -> tuple[HistoryStore, str]:
         fix: float | None = None,
     ) -> int:
         result = store.record(
-            Observation(sig, kind, target=target, source="health", excerpt=f"{sig} on {target}", seen_at=at)
+            Sighting(sig, kind, target=target, source="health", excerpt=f"{sig} on {target}", seen_at=at)
         )
         for i in range(repeats):
             store.record(
-                Observation(sig, kind, target=target, source="health", seen_at=at + timedelta(minutes=i + 1))
+                Sighting(sig, kind, target=target, source="health", seen_at=at + timedelta(minutes=i + 1))
             )
         if ack is not None:
             store.acknowledge(result.incident_id, "U1", at=at + timedelta(minutes=ack))

@@ -109,7 +109,7 @@ def test_a_resolution_slack_refuses_for_a_while_lands_from_the_outbox(fakes, sto
     from datetime import UTC, datetime, timedelta
 
     from triage_bot.slack.delivery import wait_for_outbox
-    from triage_bot.slack.store import SlackStore
+    from triage_bot.slack.outbox import SlackStore
 
     fake = fakes.add("vllm", name="llama-prod", mode=Mode.REFUSED, **FAST)
     config = parse_engines({"engines": [engine_entry(fake)]})

@@ -8,7 +8,7 @@ from datetime import UTC, datetime, timedelta, timezone
 import pytest
 from sqlalchemy import Engine, func, select
 
-from triage_bot.history import EXCERPT_CAP_BYTES, HistoryStore, Observation
+from triage_bot.history import EXCERPT_CAP_BYTES, HistoryStore, Sighting
 from triage_bot.history.models import Incident, Occurrence, SlackEvent
 
 SIG = "generic.cuda_oom"
@@ -33,7 +33,7 @@ def occurrences(engine: Engine) -> list[Occurrence]:
 
 @pytest.fixture
 def seeded(store: HistoryStore, now: datetime) -> int:
-    return store.record(Observation(SIG, "vllm", "llama-prod", seen_at=now)).incident_id  # type: ignore[return-value]
+    return store.record(Sighting(SIG, "vllm", "llama-prod", seen_at=now)).incident_id  # type: ignore[return-value]
 
 
 @pytest.mark.parametrize("payload", SQL)
@@ -57,10 +57,10 @@ def test_sql_in_every_filter_is_only_data(
     with pytest.raises(ValueError):
         store.digest_numbers(payload, payload)  # type: ignore[arg-type]
     with pytest.raises(ValueError):
-        store.record(Observation(payload, "vllm"))  # a signature id has a fixed shape
+        store.record(Sighting(payload, "vllm"))  # a signature id has a fixed shape
     # Free-form fields store the payload verbatim, as data, and find it again exactly.
     short = payload[:60]
-    stored = store.record(Observation(SIG, short, payload, channel="C1", user=short, excerpt=payload))
+    stored = store.record(Sighting(SIG, short, payload, channel="C1", user=short, excerpt=payload))
     assert [i.id for i in store.history(engine=short)] == [stored.incident_id]
     assert store.mark_event_once(payload) is True and store.mark_event_once(payload) is False
     with engine.connect() as connection:
@@ -76,7 +76,7 @@ def test_one_megabyte_excerpt_is_capped_marked_and_redacted(
     text = f"HF_TOKEN={TOKEN}\n" + line * (1_048_576 // len(line)) + f"late secret {TOKEN}\n"
     edge = "A" * (EXCERPT_CAP_BYTES - 60) + TOKEN + " tail" * 100  # a token straddling the cap
     for excerpt in (text, edge):
-        result = store.record(Observation(SIG, "vllm", "llama-prod", excerpt=excerpt, seen_at=now))
+        result = store.record(Sighting(SIG, "vllm", "llama-prod", excerpt=excerpt, seen_at=now))
         assert result.occurrence_id is not None
     big, straddle = occurrences(engine)
     for occ in (big, straddle):
@@ -89,7 +89,7 @@ def test_one_megabyte_excerpt_is_capped_marked_and_redacted(
 
 
 def test_short_excerpt_is_kept_whole(store: HistoryStore, engine: Engine, now: datetime) -> None:
-    store.record(Observation(SIG, "vllm", excerpt="RuntimeError: CUDA error: out of memory", seen_at=now))
+    store.record(Sighting(SIG, "vllm", excerpt="RuntimeError: CUDA error: out of memory", seen_at=now))
     [occ] = occurrences(engine)
     assert occ.excerpt == "RuntimeError: CUDA error: out of memory" and not occ.excerpt_truncated
 
@@ -98,10 +98,10 @@ def test_non_utf8_and_nul_text_is_stored_with_replacement_characters(
     store: HistoryStore, engine: Engine, now: datetime
 ) -> None:
     raw = b"CUDA error \xff\xfe\xc3( at 0x7f3a\x00 end"
-    store.record(Observation(SIG, "vllm", excerpt=raw, seen_at=now))
-    store.record(Observation(SIG, "vllm", excerpt="bad surrogate \udcff here", seen_at=now))
+    store.record(Sighting(SIG, "vllm", excerpt=raw, seen_at=now))
+    store.record(Sighting(SIG, "vllm", excerpt="bad surrogate \udcff here", seen_at=now))
     store.record(
-        Observation(SIG, "vl\x00lm", "tar\ud800get", user="U\x001", excerpt="nul\x00", seen_at=now),
+        Sighting(SIG, "vl\x00lm", "tar\ud800get", user="U\x001", excerpt="nul\x00", seen_at=now),
     )
     first, second, third = occurrences(engine)
     assert first.excerpt == "CUDA error \ufffd\ufffd\ufffd( at 0x7f3a\ufffd end"
@@ -120,8 +120,8 @@ def test_odd_values_become_valid_json(store: HistoryStore, engine: Engine, now: 
         "nested": {"header": f"Bearer {TOKEN}"},
         "bad\udcffkey": "x",
     }
-    store.record(Observation(SIG, "vllm", values=values, confidence=math.nan, seen_at=now))
-    store.record(Observation(SIG, "vllm", values={"blob": "x" * 200_000}, confidence=7, seen_at=now))
+    store.record(Sighting(SIG, "vllm", values=values, confidence=math.nan, seen_at=now))
+    store.record(Sighting(SIG, "vllm", values={"blob": "x" * 200_000}, confidence=7, seen_at=now))
     first, second = occurrences(engine)
     assert first.values["nan"] == "nan" and first.values["inf"] == "inf" and first.values["set"] == [1]
     assert TOKEN not in str(first.values) and first.confidence is None
@@ -143,7 +143,7 @@ def test_odd_values_become_valid_json(store: HistoryStore, engine: Engine, now: 
 def test_implausible_timestamps_become_now_and_keep_the_original(
     store: HistoryStore, engine: Engine, now: datetime, stamp: datetime
 ) -> None:
-    result = store.record(Observation(SIG, "vllm", seen_at=stamp))
+    result = store.record(Sighting(SIG, "vllm", seen_at=stamp))
     [occ] = occurrences(engine)
     assert abs(occ.seen_at - datetime.now(UTC)) < timedelta(minutes=1)
     assert occ.values["_seen_at_original"].startswith(str(stamp.year).zfill(4))
@@ -155,7 +155,7 @@ def test_implausible_timestamps_become_now_and_keep_the_original(
 
 def test_naive_timestamps_are_utc(store: HistoryStore, now: datetime) -> None:
     naive = (now - timedelta(hours=1)).replace(tzinfo=None)
-    result = store.record(Observation(SIG, "vllm", seen_at=naive))
+    result = store.record(Sighting(SIG, "vllm", seen_at=naive))
     incident = store.get_incident(result.incident_id)
     assert incident is not None and incident.first_seen == naive.replace(tzinfo=UTC)
 
@@ -176,12 +176,12 @@ def test_naive_timestamps_are_utc(store: HistoryStore, now: datetime) -> None:
         lambda s: s.resolve(-1, "U1"),
         lambda s: s.resolve(2**70, "U1"),
         lambda s: s.resolve(True, "U1"),
-        lambda s: s.record(Observation(SIG, "v" * 65)),
-        lambda s: s.record(Observation(SIG, "vllm", channel="C" * 65)),
-        lambda s: s.record(Observation(SIG, "vllm", severity="apocalyptic")),
-        lambda s: s.record(Observation(SIG, "vllm", source="email")),
-        lambda s: s.record(Observation(SIG, "vllm", confidence="high")),  # type: ignore[arg-type]
-        lambda s: s.record(Observation("x" * 200 + ".y", "vllm")),
+        lambda s: s.record(Sighting(SIG, "v" * 65)),
+        lambda s: s.record(Sighting(SIG, "vllm", channel="C" * 65)),
+        lambda s: s.record(Sighting(SIG, "vllm", severity="apocalyptic")),
+        lambda s: s.record(Sighting(SIG, "vllm", source="email")),
+        lambda s: s.record(Sighting(SIG, "vllm", confidence="high")),  # type: ignore[arg-type]
+        lambda s: s.record(Sighting("x" * 200 + ".y", "vllm")),
         lambda s: s.record_check("llama-prod", "on fire"),
         lambda s: s.record_feedback(1, "U1", "meh"),
         lambda s: s.find_posted(),
@@ -195,6 +195,6 @@ def test_out_of_range_arguments_are_clear_errors(store: HistoryStore, call) -> N
 
 def test_nothing_was_written_by_refused_calls(store: HistoryStore, engine: Engine) -> None:
     with pytest.raises(ValueError):
-        store.record(Observation(SIG, "vllm", severity="apocalyptic"))
+        store.record(Sighting(SIG, "vllm", severity="apocalyptic"))
     assert occurrences(engine) == []
     assert len(store.spool) == 0  # type: ignore[arg-type]

@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 
 from sqlalchemy import func, select
 
-from triage_bot.history import HistoryStore, Observation
+from triage_bot.history import HistoryStore, Sighting
 from triage_bot.history.db import make_engine
 from triage_bot.history.models import Incident, Occurrence
 
@@ -20,7 +20,7 @@ def _replica(url: str, barrier, results) -> None:  # runs in a child process
     barrier.wait(timeout=30)
     new = 0
     for _ in range(PER_PROCESS):
-        seen = Observation("generic.nccl_timeout", "vllm", "llama-prod", seen_at=datetime.now(UTC))
+        seen = Sighting("generic.nccl_timeout", "vllm", "llama-prod", seen_at=datetime.now(UTC))
         result = store.record(seen)
         new += result.is_new
     handled = sum(store.mark_event_once(f"Ev{i}") for i in range(10))

@@ -17,12 +17,12 @@ from sqlalchemy import inspect, text
 
 from triage_bot.cli.db_commands import alembic_config
 from triage_bot.cli.main import cli
-from triage_bot.history import HistoryStore, Observation
+from triage_bot.history import HistoryStore, Sighting
 from triage_bot.history.db import make_engine
 from triage_bot.history.models import Base
 from triage_bot.scheduler import claims_metadata
 from triage_bot.slack.inbox import inbox_metadata
-from triage_bot.slack.store import metadata as slack_metadata
+from triage_bot.slack.outbox import metadata as slack_metadata
 
 ROOT = Path(__file__).resolve().parents[2]
 TABLES = {
@@ -82,7 +82,7 @@ def test_repository_alembic_ini_works(empty_url: str) -> None:
 def test_store_runs_on_the_migrated_schema(empty_url: str) -> None:
     command.upgrade(alembic_config(empty_url), "head")
     store = HistoryStore.from_url(empty_url)
-    result = store.record(Observation("generic.cuda_oom", "vllm", "llama-prod", excerpt="CUDA out of memory"))
+    result = store.record(Sighting("generic.cuda_oom", "vllm", "llama-prod", excerpt="CUDA out of memory"))
     assert result.is_new and store.history()[0].id == result.incident_id
 
 
@@ -100,8 +100,8 @@ def test_cli_db_upgrade_current_and_history(
     assert current.exit_code == 0 and "0004" in current.output
 
     store = HistoryStore.from_url(empty_url)
-    store.record(Observation("vllm.kv_cache_no_memory", "vllm", "llama-prod"))
-    store.record(Observation("generic.cuda_oom", "sglang", "qwen-prod"))
+    store.record(Sighting("vllm.kv_cache_no_memory", "vllm", "llama-prod"))
+    store.record(Sighting("generic.cuda_oom", "sglang", "qwen-prod"))
     out = runner.invoke(cli, ["history", "--json", "--engine", "vllm", "--days", "7"], env=env)
     assert out.exit_code == 0, out.output
     rows = json.loads(out.output)

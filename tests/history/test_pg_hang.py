@@ -10,7 +10,7 @@ from urllib.parse import urlsplit
 import pytest
 
 from tests.support.tcp_proxy import HangableProxy
-from triage_bot.history import HistoryStore, Observation
+from triage_bot.history import HistoryStore, Sighting
 from triage_bot.history.db import make_engine, make_session_factory
 from triage_bot.history.models import Base
 from triage_bot.history.spool import Spool
@@ -30,18 +30,14 @@ def test_a_database_that_hangs_mid_session_costs_one_deadline(proxied, tmp_path:
     Base.metadata.create_all(engine)
     store = HistoryStore(make_session_factory(engine), spool=Spool(tmp_path / "spool.jsonl"), retry_after=0)
     now = datetime.now(UTC)
-    assert not store.record(Observation("generic.cuda_oom", "vllm", "llama-prod", seen_at=now)).spooled
+    assert not store.record(Sighting("generic.cuda_oom", "vllm", "llama-prod", seen_at=now)).spooled
     proxy.hang()  # the pooled connection stays open; nothing comes back any more
     started = time.monotonic()
-    first = store.record(
-        Observation("generic.cuda_oom", "vllm", "llama-prod", excerpt="during 0", seen_at=now)
-    )
+    first = store.record(Sighting("generic.cuda_oom", "vllm", "llama-prod", excerpt="during 0", seen_at=now))
     waited = time.monotonic() - started
     connections = proxy.accepted
     rest = [
-        store.record(
-            Observation("generic.cuda_oom", "vllm", "llama-prod", excerpt=f"during {i}", seen_at=now)
-        )
+        store.record(Sighting("generic.cuda_oom", "vllm", "llama-prod", excerpt=f"during {i}", seen_at=now))
         for i in range(1, 20)
     ]
     assert first.spooled and all(r.spooled for r in rest)  # nothing lost: all wait in the spool

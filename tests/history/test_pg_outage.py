@@ -10,7 +10,7 @@ import pytest
 from sqlalchemy import func, select
 
 from tests.support.own_postgres import OwnPostgres
-from triage_bot.history import HistoryStore, Observation, Spool, StorageUnavailable
+from triage_bot.history import HistoryStore, Sighting, Spool, StorageUnavailable
 from triage_bot.history.db import make_engine
 from triage_bot.history.models import Base, EngineCheck, Occurrence
 
@@ -22,11 +22,11 @@ def test_records_survive_a_postgres_restart_in_order(own_postgres: OwnPostgres, 
     store = HistoryStore.from_url(own_postgres.url, spool=Spool(spool_path), retry_after=0)
     sig, now = "vllm.kv_cache_no_memory", datetime.now(UTC)
 
-    made = [Observation(sig, "vllm", "llama-prod", excerpt=f"before {i}", seen_at=now) for i in range(3)]
+    made = [Sighting(sig, "vllm", "llama-prod", excerpt=f"before {i}", seen_at=now) for i in range(3)]
     assert not any(store.record(o).spooled for o in made)
 
     own_postgres.stop("immediate")  # as abrupt as a crash; pooled connections die with it
-    during = [Observation(sig, "vllm", "llama-prod", excerpt=f"during {i}", seen_at=now) for i in range(10)]
+    during = [Sighting(sig, "vllm", "llama-prod", excerpt=f"during {i}", seen_at=now) for i in range(10)]
     assert all(store.record(o).spooled for o in during[:5])
     assert store.record_check("llama-prod", "down", checked_at=now) is None
     with pytest.raises(StorageUnavailable):
@@ -37,7 +37,7 @@ def test_records_survive_a_postgres_restart_in_order(own_postgres: OwnPostgres, 
     assert len(Spool(spool_path)) == 11
 
     own_postgres.start()
-    last = Observation(sig, "vllm", "llama-prod", excerpt="after", seen_at=now)
+    last = Sighting(sig, "vllm", "llama-prod", excerpt="after", seen_at=now)
     result = store.record(last)  # the first store recovers by itself: pre-ping replaces dead connections
     assert not result.spooled and Spool(spool_path).is_empty()
     assert result.occurrence_count == 14 and not result.is_new  # dedup held across the outage

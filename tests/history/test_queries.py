@@ -7,12 +7,12 @@ from datetime import datetime, timedelta
 import pytest
 from sqlalchemy import Engine, func, select
 
-from triage_bot.history import HistoryStore, Observation
+from triage_bot.history import HistoryStore, Sighting
 from triage_bot.history.models import EngineCheck, Incident, Occurrence, SlackEvent
 
 
 def record(store: HistoryStore, sig: str, engine: str, target: str, at: datetime, **kw: object):
-    return store.record(Observation(sig, engine, target, seen_at=at, **kw))  # type: ignore[arg-type]
+    return store.record(Sighting(sig, engine, target, seen_at=at, **kw))  # type: ignore[arg-type]
 
 
 @pytest.fixture

@@ -7,15 +7,15 @@ from datetime import datetime, timedelta
 from sqlalchemy import Engine, event
 
 from tests.support.storage import Switch
-from triage_bot.history import HistoryStore, Observation
+from triage_bot.history import HistoryStore, Sighting
 
 SIG = "vllm.kv_cache_no_memory"
 
 
-def paste(at: datetime, **kw: object) -> Observation:
+def paste(at: datetime, **kw: object) -> Sighting:
     fields: dict[str, object] = {"signature_id": SIG, "engine": "vllm", "channel": "C1", "seen_at": at}
     fields.update(kw)
-    return Observation(**fields)  # type: ignore[arg-type]
+    return Sighting(**fields)  # type: ignore[arg-type]
 
 
 def transactions(engine: Engine) -> list[int]:

@@ -8,16 +8,16 @@ from datetime import datetime, timedelta
 import pytest
 from sqlalchemy import Engine, func, select
 
-from triage_bot.history import HistoryStore, IncidentNotFound, Observation, fingerprint
+from triage_bot.history import HistoryStore, IncidentNotFound, Sighting, fingerprint
 from triage_bot.history.models import Feedback, Incident, Occurrence
 
 SIG = "vllm.kv_cache_no_memory"
 
 
-def obs(at: datetime | None = None, **kw: object) -> Observation:
+def obs(at: datetime | None = None, **kw: object) -> Sighting:
     fields: dict[str, object] = {"signature_id": SIG, "engine": "vllm", "target": "llama-prod", "seen_at": at}
     fields.update(kw)
-    return Observation(**fields)  # type: ignore[arg-type]
+    return Sighting(**fields)  # type: ignore[arg-type]
 
 
 def count(engine: Engine, model: type) -> int:
@@ -76,7 +76,7 @@ def test_different_target_or_signature_is_a_different_incident(store: HistorySto
 
 
 def test_target_defaults_to_channel_and_engine_to_unknown(store: HistoryStore, now: datetime) -> None:
-    result = store.record(Observation(SIG, None, channel="C0123", seen_at=now))
+    result = store.record(Sighting(SIG, None, channel="C0123", seen_at=now))
     incident = store.get_incident(result.incident_id)
     assert incident is not None and (incident.engine, incident.target) == ("unknown", "C0123")
 

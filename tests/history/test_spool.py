@@ -14,7 +14,7 @@ import pytest
 from sqlalchemy import Engine, func, select
 
 from tests.support.storage import Switch
-from triage_bot.history import HistoryStore, Observation, Spool, SpoolFullError, StorageUnavailable
+from triage_bot.history import HistoryStore, Sighting, Spool, SpoolFullError, StorageUnavailable
 from triage_bot.history.errors import is_unavailable
 from triage_bot.history.models import EngineCheck, Incident, Occurrence
 
@@ -144,10 +144,10 @@ def keys(engine: Engine) -> list[str]:
 def test_outage_spools_then_replays_in_order(
     flaky: HistoryStore, switch: Switch, spool: Spool, engine: Engine, now: datetime
 ) -> None:
-    before = flaky.record(Observation(SIG, "vllm", "llama-prod", seen_at=now - timedelta(minutes=30)))
+    before = flaky.record(Sighting(SIG, "vllm", "llama-prod", seen_at=now - timedelta(minutes=30)))
     switch.down = True
     waiting = [
-        Observation(SIG, "vllm", "llama-prod", excerpt=f"HF_TOKEN=hf_{'a1' * 17} #{i}", seen_at=now)
+        Sighting(SIG, "vllm", "llama-prod", excerpt=f"HF_TOKEN=hf_{'a1' * 17} #{i}", seen_at=now)
         for i in range(20)
     ]
     results = [flaky.record(o) for o in waiting]
@@ -161,7 +161,7 @@ def test_outage_spools_then_replays_in_order(
     assert flaky.mark_event_once("EvDURING") is True  # answer rather than drop
 
     switch.down = False
-    after = flaky.record(Observation(SIG, "vllm", "llama-prod", seen_at=now + timedelta(seconds=1)))
+    after = flaky.record(Sighting(SIG, "vllm", "llama-prod", seen_at=now + timedelta(seconds=1)))
     assert not after.spooled and spool.is_empty()
     stored = keys(engine)
     assert len(stored) == 22 and stored[1:21] == [o.key for o in waiting]  # in the order they were made
@@ -179,9 +179,9 @@ def test_full_spool_during_outage_raises_and_keeps_the_rest(
     store = HistoryStore(switch, spool=Spool(tmp_path / "small.jsonl", max_records=5), retry_after=0)  # type: ignore[arg-type]
     switch.down = True
     for i in range(5):
-        assert store.record(Observation(SIG, "vllm", excerpt=str(i), seen_at=now)).spooled
+        assert store.record(Sighting(SIG, "vllm", excerpt=str(i), seen_at=now)).spooled
     with pytest.raises(SpoolFullError):
-        store.record(Observation(SIG, "vllm", excerpt="refused", seen_at=now))
+        store.record(Sighting(SIG, "vllm", excerpt="refused", seen_at=now))
     switch.down = False
     result = store.flush_spool()
     assert result is not None and result.applied == 5 and result.remaining == 0
@@ -193,7 +193,7 @@ def test_replay_after_a_crash_mid_flush_does_not_double_count(
 ) -> None:
     switch.down = True
     for i in range(4):
-        flaky.record(Observation(SIG, "vllm", excerpt=str(i), seen_at=now))
+        flaky.record(Sighting(SIG, "vllm", excerpt=str(i), seen_at=now))
     copy = tmp_path / "copy.jsonl"
     shutil.copy(spool.path, copy)
     switch.down = False
@@ -211,7 +211,7 @@ def test_spooled_write_that_can_no_longer_apply_is_rejected_not_blocking(
 ) -> None:
     switch.down = True
     flaky.resolve(424242, "U1")  # no such incident: only discovered at replay
-    flaky.record(Observation(SIG, "vllm", seen_at=now))
+    flaky.record(Sighting(SIG, "vllm", seen_at=now))
     switch.down = False
     result = flaky.flush_spool()
     assert result is not None and (result.applied, result.rejected) == (1, 1)

@@ -14,7 +14,7 @@ from sqlalchemy import select
 from tests.support.secrets import SECRET_FORMS
 from tests.support.slack_env import KV_ERROR, Env
 from triage_bot.core import default_triager
-from triage_bot.slack.store import outbox_table, shares_table
+from triage_bot.slack.outbox import outbox_table, shares_table
 from triage_bot.testing import slack_requests as req
 
 OOM = "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of 79.15 GiB of which 1.06 GiB is free."

@@ -9,8 +9,8 @@ the same three calls.
 """
 
 from triage_bot.blockkit import limit_problems
-from triage_bot.digest.blocks import digest_blocks, digest_text
 from triage_bot.digest.builder import Digest, build_digest
+from triage_bot.digest.message import digest_blocks, digest_text
 
 __all__ = ["Digest", "build_digest", "digest_blocks", "digest_text", "limit_problems", "render_png"]
 

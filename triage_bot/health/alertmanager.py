@@ -219,10 +219,10 @@ class AlertmanagerReceiver:
         return f"am:{alert.fingerprint}"
 
     def _fire(self, am: AmAlert) -> bool:
-        from triage_bot.history import Observation
+        from triage_bot.history import Sighting
 
         result = self.store.record(
-            Observation(
+            Sighting(
                 signature_id=self.signature(am),
                 engine=am.engine_kind or "unknown",
                 target=self.target(am),

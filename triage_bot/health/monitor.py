@@ -306,7 +306,7 @@ class HealthMonitor:
     ) -> Any:
         if self.store is None:
             return None
-        from triage_bot.history import Observation as Sighting
+        from triage_bot.history import Sighting
 
         try:
             result = self.store.record(

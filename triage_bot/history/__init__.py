@@ -7,7 +7,7 @@ The rest of the bot uses one object and plain dataclasses (no Slack types, no OR
 
 Writes (validated and redacted first; if the database is away they wait in the spool and return
 the "spooled" value shown; `SpoolFullError` if the spool is at its bound):
-    store.record(Observation(signature_id, engine, target=None, severity="medium", source="slack",
+    store.record(Sighting(signature_id, engine, target=None, severity="medium", source="slack",
                  channel=None, thread_ts=None, user=None, excerpt="", confidence=None, values=None,
                  seen_at=None)) -> RecordResult(incident_id, occurrence_id, is_new, is_recurring,
                  occurrence_count, status, muted, spooled, duplicate)
@@ -42,7 +42,7 @@ from triage_bot.history.figures import DigestNumbers, GroupCount, Uptime
 from triage_bot.history.fingerprint import fingerprint
 from triage_bot.history.queries import IncidentSummary, MuteInfo, PostedRef, SeenBefore
 from triage_bot.history.recorder import Recorder
-from triage_bot.history.records import Observation, RecordResult
+from triage_bot.history.records import RecordResult, Sighting
 from triage_bot.history.retention import PruneResult
 from triage_bot.history.sanitize import EXCERPT_CAP_BYTES
 from triage_bot.history.spool import DrainResult, Spool
@@ -58,13 +58,13 @@ __all__ = [
     "IncidentNotFound",
     "IncidentSummary",
     "MuteInfo",
-    "Observation",
     "PostedRef",
     "PruneResult",
     "Recall",
     "RecordResult",
     "Recorder",
     "SeenBefore",
+    "Sighting",
     "Spool",
     "SpoolFullError",
     "StorageError",

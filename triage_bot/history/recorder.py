@@ -27,7 +27,7 @@ from triage_bot.history.models import (
     Incident,
     SlackEvent,
 )
-from triage_bot.history.records import SPOOLED_RECORD, Observation, RecordResult
+from triage_bot.history.records import SPOOLED_RECORD, RecordResult, Sighting
 from triage_bot.history.spool import Spool
 from triage_bot.history.spooled_writes import SpooledWrites
 
@@ -57,11 +57,11 @@ class Recorder(SpooledWrites):
 
     # -- public writes -------------------------------------------------------------------------
 
-    def record(self, obs: Observation) -> RecordResult:
+    def record(self, obs: Sighting) -> RecordResult:
         """Record one observation: join the open incident for its fingerprint or open a new one."""
         return self._write("record", self._record_args(obs), SPOOLED_RECORD)
 
-    def _record_args(self, obs: Observation) -> dict[str, Any]:
+    def _record_args(self, obs: Sighting) -> dict[str, Any]:
         """An observation cleaned, redacted and capped: what the record operation (and the spool) holds."""
         now = self.clock()
         sig = clean.signature_id(obs.signature_id)

@@ -1,4 +1,4 @@
-"""What a write takes and gives back: an observation of a failure, and what recording it did."""
+"""What a write takes and gives back: a sighting of a failure, and what recording it did."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from typing import Any
 
 
 @dataclass(frozen=True, slots=True)
-class Observation:
+class Sighting:
     """One sighting of a known failure, as the matcher or a health probe reports it."""
 
     signature_id: str

@@ -19,7 +19,7 @@ from triage_bot.history.db import READ_ONLY, make_engine, make_session_factory
 from triage_bot.history.figures import DigestNumbers, Uptime
 from triage_bot.history.queries import IncidentSummary, MuteInfo, PostedRef, SeenBefore
 from triage_bot.history.recorder import Recorder
-from triage_bot.history.records import SPOOLED_RECORD, Observation, RecordResult
+from triage_bot.history.records import SPOOLED_RECORD, RecordResult, Sighting
 from triage_bot.history.retention import PruneResult
 from triage_bot.history.spool import Spool
 from triage_bot.settings import Settings
@@ -63,7 +63,7 @@ class HistoryStore(Recorder):
     def from_url(cls, url: str, **kwargs: Any) -> HistoryStore:
         return cls(make_session_factory(make_engine(url)), **kwargs)
 
-    def record_and_recall(self, obs: Observation) -> Recall:
+    def record_and_recall(self, obs: Sighting) -> Recall:
         """Record an observation and read back what its answer says about it, in one transaction
         (a Slack answer made four before: the record, the mute, the incident, the earlier ones)."""
         now = self.clock()

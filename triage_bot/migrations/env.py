@@ -18,7 +18,7 @@ from triage_bot.history.models import Base, UTCDateTime
 from triage_bot.scheduler import claims_metadata
 from triage_bot.settings import Settings
 from triage_bot.slack.inbox import inbox_metadata
-from triage_bot.slack.store import metadata as slack_metadata
+from triage_bot.slack.outbox import metadata as slack_metadata
 
 config = context.config
 if config.config_file_name is not None and not config.attributes.get("skip_logging"):

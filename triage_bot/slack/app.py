@@ -31,7 +31,7 @@ from triage_bot.slack.delivery import Delivery
 from triage_bot.slack.files import FileReader
 from triage_bot.slack.inbox import Inbox
 from triage_bot.slack.integrations import Integrations
-from triage_bot.slack.store import SlackStore
+from triage_bot.slack.outbox import SlackStore
 from triage_bot.slack.triage import TriageJob
 
 if TYPE_CHECKING:

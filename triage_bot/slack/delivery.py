@@ -33,7 +33,7 @@ from triage_bot.readiness import Status
 from triage_bot.slack.client import header, parse_retry_after, webhook_client
 from triage_bot.slack.config import SlackConfig
 from triage_bot.slack.inbox import REPLAY
-from triage_bot.slack.store import OutboxItem, SlackStore
+from triage_bot.slack.outbox import OutboxItem, SlackStore
 
 log = logging.getLogger(__name__)
 

@@ -52,7 +52,7 @@ from sqlalchemy import (
 from sqlalchemy.exc import IntegrityError
 
 from triage_bot.redaction import redact_value
-from triage_bot.slack.store import utcnow
+from triage_bot.slack.outbox import utcnow
 
 log = logging.getLogger(__name__)
 

@@ -118,7 +118,7 @@ def scheduler_outputs(
         return {}
     if delivery is None:
         from triage_bot.slack.client import web_client
-        from triage_bot.slack.store import SlackStore
+        from triage_bot.slack.outbox import SlackStore
 
         slack_store = SlackStore(store.session_factory) if store is not None else None
         delivery = Delivery(config, slack_store, web_client(config))

@@ -4,7 +4,7 @@ Revision ID: 0002
 Revises: 0001
 Create Date: 2026-11-29
 
-Earlier builds created these two tables at start-up (triage_bot/slack/store.py `ensure_schema`); this
+Earlier builds created these two tables at start-up (triage_bot/slack/outbox.py `ensure_schema`); this
 migration adopts them, so it creates each one only when it is missing.
 """
 
