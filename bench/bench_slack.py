@@ -27,9 +27,9 @@ from collections.abc import Callable
 from pathlib import Path
 from urllib.parse import quote
 
+from tests.support.schema import create_every_table
 from triage_bot.core import default_triager
 from triage_bot.history import HistoryStore
-from triage_bot.history.models import Base
 from triage_bot.slack.app import build
 from triage_bot.slack.config import SlackConfig
 from triage_bot.slack.http import HttpServer
@@ -77,7 +77,7 @@ def _pg_schema() -> tuple[str, Callable[[], None]] | None:
 
 def _history(url: str) -> HistoryStore:
     store = HistoryStore.from_url(url)
-    Base.metadata.create_all(store.session_factory.kw["bind"])
+    create_every_table(store.session_factory.kw["bind"])
     return store
 
 

@@ -108,13 +108,14 @@ def test_a_resolution_slack_refuses_for_a_while_lands_from_the_outbox(fakes, sto
     """The engine recovers while Slack answers 500: the edit and the thread reply wait, then land."""
     from datetime import UTC, datetime, timedelta
 
+    from tests.support.schema import create_every_table
     from triage_bot.slack.delivery import wait_for_outbox
     from triage_bot.slack.outbox import SlackStore
 
     fake = fakes.add("vllm", name="llama-prod", mode=Mode.REFUSED, **FAST)
     config = parse_engines({"engines": [engine_entry(fake)]})
     outbox = SlackStore(store.session_factory)
-    outbox.ensure_schema()
+    create_every_table(store.session_factory.kw["bind"])  # as `db upgrade` would
     with SlackStandin() as slack:
         slack_config = SlackConfig(
             bot_token=BOT_TOKEN,

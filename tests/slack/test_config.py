@@ -66,3 +66,30 @@ def test_a_dot_env_file_is_read_and_the_environment_wins(tmp_path, monkeypatch: 
     monkeypatch.setenv("TRIAGE_ADMINS", "U9")
     config = SlackConfig.from_env(env_file=dotenv)
     assert config.bot_token == "xoxb-from-file" and config.admins == {"U9"}
+
+
+def test_an_unmigrated_database_is_named_at_start_not_patched(tmp_path, monkeypatch, caplog) -> None:
+    """Alembic owns every shared table: the app creates none of them, and says what to run."""
+    import logging
+
+    from sqlalchemy import inspect
+
+    from triage_bot.history import HistoryStore
+    from triage_bot.history.models import Base
+    from triage_bot.slack.app import build
+    from triage_bot.testing.slack_standin import BOT_TOKEN, SIGNING_SECRET, SlackStandin
+
+    monkeypatch.setenv("TRIAGE_DATA_DIR", str(tmp_path / "data"))
+    history = HistoryStore.from_url(f"sqlite:///{tmp_path / 'h.sqlite3'}")
+    engine = history.session_factory.kw["bind"]
+    Base.metadata.create_all(engine)  # the history's tables, but not the Slack ones
+    with SlackStandin() as slack:
+        config = SlackConfig(bot_token=BOT_TOKEN, signing_secret=SIGNING_SECRET, api_url=slack.api_url)
+        with caplog.at_level(logging.ERROR):
+            bot = build(config, history=history, http=True)
+        try:
+            assert bot.deps.store is None and bot.deps.inbox is not None and bot.deps.inbox.shared is None
+            assert "slack_outbox" not in inspect(engine).get_table_names()
+            assert caplog.text.count("run `triage-bot db upgrade`") == 2  # the outbox and the shared inbox
+        finally:
+            bot.close()

@@ -9,10 +9,10 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from sqlalchemy import create_engine, text
 
+from tests.support.schema import create_every_table
 from tests.support.slack_env import KV_ERROR, start_env, stop_env
 from tests.support.storage import PG_URL, pg_problem, with_schema
 from triage_bot.history import HistoryStore
-from triage_bot.history.models import Base
 from triage_bot.testing import slack_requests as req
 
 
@@ -30,7 +30,7 @@ def pg_url() -> Iterator[str]:
         connection.execute(text(f'CREATE SCHEMA "{schema}"'))
     url = with_schema(PG_URL, schema)
     store = HistoryStore.from_url(url)
-    Base.metadata.create_all(store.session_factory.kw["bind"])
+    create_every_table(store.session_factory.kw["bind"])
     store.session_factory.kw["bind"].dispose()
     yield url
     with admin.connect() as connection:

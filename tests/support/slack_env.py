@@ -6,9 +6,9 @@ import dataclasses
 from pathlib import Path
 from typing import Any
 
+from tests.support.schema import create_every_table
 from triage_bot.core import Triager
 from triage_bot.history import HistoryStore
-from triage_bot.history.models import Base
 from triage_bot.slack.app import SlackBot, build
 from triage_bot.slack.config import SlackConfig
 from triage_bot.slack.http import HttpServer
@@ -24,7 +24,7 @@ KV_ERROR = "ValueError: No available memory for the cache blocks. Try increasing
 
 def make_history(path: Path) -> HistoryStore:
     store = HistoryStore.from_url(f"sqlite:///{path}")
-    Base.metadata.create_all(store.session_factory.kw["bind"])
+    create_every_table(store.session_factory.kw["bind"])
     return store
 
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, cast
 
-from sqlalchemy import CursorResult, Engine, Result, create_engine, event
+from sqlalchemy import CursorResult, Engine, MetaData, Result, create_engine, event, inspect
 from sqlalchemy.engine import make_url
 from sqlalchemy.orm import Session, sessionmaker
 
@@ -104,3 +104,10 @@ def rowcount(result: Result[Any]) -> int:
     which is what carries the count.
     """
     return cast("CursorResult[Any]", result).rowcount
+
+
+def missing_tables(engine: Engine, metadata: MetaData) -> list[str]:
+    """The tables of `metadata` the database does not have: Alembic owns the schema, so a process
+    that finds one missing says to run `triage-bot db upgrade` rather than create it itself."""
+    present = set(inspect(engine).get_table_names())
+    return sorted(name for name in metadata.tables if name not in present)

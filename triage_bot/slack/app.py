@@ -223,6 +223,7 @@ def open_inbox(config: SlackConfig, history: HistoryStore | None) -> Inbox | Non
     """The durable inbox: on the history's database, with its local fallback beside the spool."""
     from datetime import timedelta
 
+    from triage_bot.history.db import missing_tables
     from triage_bot.settings import Settings
     from triage_bot.slack.inbox import inbox_metadata, local_engine
 
@@ -231,13 +232,16 @@ def open_inbox(config: SlackConfig, history: HistoryStore | None) -> Inbox | Non
         shared = history.session_factory.kw["bind"] if history is not None else None
         if shared is not None:
             try:
-                inbox_metadata.create_all(
-                    shared, checkfirst=True
-                )  # Alembic 0004 owns it; tests and a first run
+                missing = missing_tables(shared, inbox_metadata)  # migration 0004 creates it
             except Exception as exc:
-                log.warning(
-                    "cannot create the shared inbox table (%s): the local inbox takes every request", exc
+                missing = [f"unreadable ({exc})"]
+            if missing:
+                log.error(
+                    "the shared inbox table is missing (%s; run `triage-bot db upgrade`): "
+                    "the local inbox takes every request",
+                    ", ".join(missing),
                 )
+                shared = None
         return Inbox(
             shared,
             local_engine(path),
@@ -272,9 +276,9 @@ def build(
     if history is not None:
         store = SlackStore(history.session_factory)
         try:
-            store.ensure_schema()
+            store.check_schema()
         except Exception as exc:
-            log.error("cannot create the Slack outbox tables (%s): failed replies are kept in memory", exc)
+            log.error("the Slack outbox is unavailable (%s): failed replies are kept in memory", exc)
             store = None
     client = web_client(config)
     executor = WorkTracker(config.workers, config.max_queue)

@@ -10,8 +10,8 @@
   message itself is kept here under a random key for a day.
 
 They live in the history's database (same URL) but in their own metadata: the history's schema is
-owned by `triage_bot/history` and its Alembic migrations. `ensure_schema()` creates these two tables
-if missing (idempotent, safe with concurrent replicas); a migration can adopt them later.
+owned by `triage_bot/history` and its Alembic migrations. Migration 0002 creates these two tables
+(`triage-bot db upgrade`, which `serve` runs first); `check_schema()` says when they are missing.
 """
 
 from __future__ import annotations
@@ -39,10 +39,9 @@ from sqlalchemy import (
     select,
     update,
 )
-from sqlalchemy.exc import IntegrityError, OperationalError, ProgrammingError
 from sqlalchemy.orm import Session, sessionmaker
 
-from triage_bot.history.db import rowcount
+from triage_bot.history.db import missing_tables, rowcount
 from triage_bot.redaction import redact_value
 
 log = logging.getLogger(__name__)
@@ -120,14 +119,11 @@ class SlackStore:
     def __init__(self, session_factory: sessionmaker[Session]):
         self.session_factory = session_factory
 
-    def ensure_schema(self) -> None:
-        engine = self.session_factory.kw["bind"]
-        try:
-            metadata.create_all(engine, checkfirst=True)
-        except (OperationalError, ProgrammingError, IntegrityError):
-            # another replica created them between our check and our CREATE (PostgreSQL reports
-            # that as a duplicate table or a unique violation in pg_type): check again
-            metadata.create_all(engine, checkfirst=True)
+    def check_schema(self) -> None:
+        """Raise when the tables are missing: migration 0002 creates them (`triage-bot db upgrade`)."""
+        missing = missing_tables(self.session_factory.kw["bind"], metadata)
+        if missing:
+            raise RuntimeError(f"tables {', '.join(missing)} are missing: run `triage-bot db upgrade`")
 
     # -- outbox ----------------------------------------------------------------------------
 
