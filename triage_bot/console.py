@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, BinaryIO
 
 from rich.console import Console
 
+from triage_bot import subcommands
 from triage_bot.core import Triager, default_triager
 from triage_bot.faq import search
 from triage_bot.history.migrate import open_upgraded_store
@@ -34,12 +35,11 @@ CONSOLE_ORIGIN = Origin("cli", target="console")  # recorded as the CLI is: the 
 QUIET_SECONDS = 0.3
 # /triage subcommands that need the Slack workspace or a server; the CLI equivalent for each
 SLACK_ONLY = {
-    "history": "triage-bot history --json [--engine E] [--days N]",
     "status": "triage-bot check --engines engines.yaml --json",
     "digest": "triage-bot digest --dry-run [--png PATH]",
-    "search": "triage-bot history --json",
     "resolve": "the Resolved button in Slack",
     "mute": "/triage mute in Slack",
+    "unmute": "/triage unmute in Slack",
 }
 MAX_PASTE_BYTES = 4 * 1024 * 1024
 
@@ -47,7 +47,10 @@ HELP = """Paste an engine error (any length) and the bot answers when the paste 
 Commands:
   /triage <text>           triage the text after the command
   /triage faq <question>   answer a question from the FAQ
-  /triage engines          compare vLLM, SGLang and TensorRT-LLM
+  /triage engines          compare the engines
+  /triage search <words>   find signatures by words
+  /triage history [engine] [days]   incidents seen recently (default: 7 days)
+  /triage mutes            the mutes in force
   /triage help             this help
   quit                     leave (or Ctrl-D)"""
 
@@ -98,6 +101,9 @@ def handle(triager: Triager, paste: str, console: Console, history: History = No
                 "Usage: /triage faq <question>, e.g. /triage faq what does --mem-fraction-static mean"
             )
             return True
+        if word in ("history", "mutes", "search"):
+            _subcommand(triager, word, args, console, history)
+            return True
         if word in SLACK_ONLY:
             console.print(f"/triage {word} is a Slack command; here, run: {SLACK_ONLY[word]}", markup=False)
             return True
@@ -115,6 +121,62 @@ def handle(triager: Triager, paste: str, console: Console, history: History = No
         result = outcome.recall.result
         console.print(f"seen before: incident #{result.incident_id}, {result.occurrence_count} occurrences")
     return True
+
+
+def _subcommand(triager: Triager, word: str, args: str, console: Console, history: History) -> None:
+    """The read-only subcommands, decided by triage_bot/subcommands.py as in Slack, in plain text."""
+    if word == "search":
+        found = subcommands.search_signatures(triager.kb, args)
+        for sig, _score in found:
+            console.print(
+                f"{sig.id}  {sig.title} ({sig.engine}, {sig.severity})", markup=False, highlight=False
+            )
+        if not found:
+            console.print(
+                "No signature matches those words." if args.strip() else "Usage: /triage search <words>"
+            )
+        return
+    try:
+        store = history() if callable(history) else history
+    except Exception as exc:
+        console.print(f"The incident history cannot be opened: {exc}", markup=False)
+        return
+    if word == "history":
+        incidents = subcommands.incidents(store, triager.kb, args)
+        if isinstance(incidents, subcommands.Outcome):
+            console.print(_said(incidents), markup=False)
+            return
+        for inc in incidents.rows:
+            console.print(
+                f"#{inc.id}  {inc.signature_id} · {inc.engine} · {inc.status} · {inc.occurrence_count}× · "
+                f"last {inc.last_seen:%Y-%m-%d %H:%M} · {inc.target}",
+                markup=False,
+                highlight=False,
+            )
+        if not incidents.rows:
+            console.print(f"No incidents in the last {incidents.days:g} days.")
+        return
+    mutes = subcommands.mutes(store)
+    if isinstance(mutes, subcommands.Outcome):
+        console.print(_said(mutes), markup=False)
+        return
+    for mute in mutes:
+        what = mute.signature_id or f"engine {mute.engine}"
+        console.print(
+            f"#{mute.id}  {what} until {mute.until:%Y-%m-%d %H:%M} UTC, by {mute.created_by}", markup=False
+        )
+    if not mutes:
+        console.print("No mutes in force: every failure is answered.")
+
+
+def _said(outcome: subcommands.Outcome) -> str:
+    if outcome.kind == "no_history":
+        return "The incident history is not configured: set DATABASE_URL and run triage-bot db upgrade."
+    if outcome.kind == "bad_days":
+        return "Days must be more than 0."
+    if outcome.kind == "unknown_engine":
+        return f"No engine {outcome.detail!r}; use one of {', '.join(outcome.known)}."
+    return "The incident history's database is not answering; try again in a minute."
 
 
 def run_console(

@@ -38,13 +38,12 @@ def triage(file: IO[bytes] | None, as_json: bool, jsonl: IO[str] | None, no_reco
         if sys.stdin.isatty():
             raise click.UsageError("give a FILE, '-' for stdin, or --jsonl IN")
         file = sys.stdin.buffer
-    from triage_bot.cli.recording import CLI_ORIGIN, report
-    from triage_bot.history.migrate import open_upgraded_store
+    from triage_bot.cli.recording import CLI_ORIGIN, open_history, report
     from triage_bot.triage_and_record import GUESS_CONFIDENCE, triage_and_record
 
     outcome = triage_and_record(
         triager,
-        open_upgraded_store,  # opened only when there is a match to record
+        open_history,  # opened (and the history's modules imported) only when there is a match to record
         _read(file),
         CLI_ORIGIN,
         record=not no_record,

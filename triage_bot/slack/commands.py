@@ -7,16 +7,12 @@ help (a typo such as `/triage histroy` should not read as an error paste).
 
 from __future__ import annotations
 
-import logging
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import timedelta
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from rapidfuzz import fuzz, process, utils
-
-from triage_bot import faq
+from triage_bot import faq, subcommands
 from triage_bot.blockkit import MAX_BLOCKS
 from triage_bot.slack.blocks import Message, lines_message, text_message
 from triage_bot.slack.config import SlackConfig
@@ -28,7 +24,6 @@ if TYPE_CHECKING:
     from triage_bot.history import HistoryStore
     from triage_bot.kb.loader import KnowledgeBase
 
-log = logging.getLogger(__name__)
 
 HELP_LINES = [
     ("`/triage <error text>`", "the known failure, how sure, why, and the recovery command"),
@@ -44,9 +39,6 @@ HELP_LINES = [
     ("`/triage unmute <number>`", "end a mute now (admins)"),
     ("`/triage help`", "this help"),
 ]
-HISTORY_ENGINES = (
-    "generic",
-)  # besides the knowledge base's engines and the probes' kinds: what incidents are filed under
 SUBCOMMANDS = (
     "help",
     "history",
@@ -61,12 +53,8 @@ SUBCOMMANDS = (
     "unmute",
 )
 ADMIN_ONLY = ("resolve", "mute", "unmute")
-_DURATION = re.compile(r"^(\d+(?:\.\d+)?)\s*(m|min|mins|minutes?|h|hrs?|hours?|d|days?|w|weeks?)$")
-_UNITS = {"m": 60, "h": 3600, "d": 86400, "w": 604800}
 _CHANNEL_ID = re.compile(r"^[CGD][A-Z0-9]{2,}$")
 _WORD = re.compile(r"^[A-Za-z][A-Za-z_-]{0,24}$")
-HISTORY_LIMIT = 25
-MAX_DAYS = 365
 
 
 @dataclass
@@ -102,26 +90,6 @@ def refusal(subcommand: str) -> Message:
     )
 
 
-MAX_DURATION = timedelta(days=366)
-
-
-def parse_duration(text: str) -> timedelta | None:
-    """`30m`, `2h`, `1d`, `1w`; None when not understood, zero, or longer than a year."""
-    match = _DURATION.match(text.strip().lower())
-    if not match:
-        return None
-    seconds = float(match.group(1)) * _UNITS[match.group(2)[0]]
-    if not 0 < seconds <= MAX_DURATION.total_seconds():
-        return None
-    return timedelta(seconds=seconds)
-
-
-def _number(args: str) -> int | None:
-    """The number of an incident or a mute, written `42` or `#42`; None for anything else."""
-    raw = args.strip().lstrip("#")
-    return int(raw) if raw.isdigit() else None
-
-
 def _no_history() -> Message:
     return text_message(
         "The incident history is not configured.", "Set `DATABASE_URL` and run `triage-bot db upgrade`."
@@ -129,30 +97,13 @@ def _no_history() -> Message:
 
 
 def _unavailable(title: str) -> Message:
-    """What a user sees when storage fails: no host, port or raw exception (those go to the log)."""
-    log.exception(title)
+    """What a user sees when storage fails: no host, port or raw exception (triage_bot/subcommands.py
+    logged those)."""
     return text_message(
         title,
         "The incident history's database is not answering. Try again in a minute; "
         "the bot keeps answering pastes meanwhile.",
     )
-
-
-def search_signatures(kb: Any, words: str, limit: int = 5) -> list[tuple[Any, float]]:
-    """Signatures whose id, title or canonical messages best match the words."""
-    words = words.strip()[:300]
-    if not words:
-        return []
-    keys = [f"{s.id} {s.title} {' '.join(s.messages[:3])}" for s in kb.signatures]
-    found = process.extract(words, keys, scorer=fuzz.WRatio, processor=utils.default_process, limit=limit * 3)
-    lowered = set(words.lower().split())
-    ranked = []
-    for _key, score, index in found:
-        sig = kb.signatures[index]
-        overlap = len(lowered & set(re.split(r"[\s._]+", f"{sig.id} {sig.title}".lower())))
-        ranked.append((sig, min(100.0, score + 5 * overlap)))
-    ranked.sort(key=lambda pair: pair[1], reverse=True)
-    return [(s, score) for s, score in ranked if score >= 50][:limit]
 
 
 class Commands:
@@ -213,36 +164,22 @@ class Commands:
     # -- subcommands -----------------------------------------------------------------------
 
     def _history(self, args: str, user: str, channel: str | None) -> Message:
-        if self.history is None:
-            return _no_history()
-        engine: str | None = None
-        days = 7.0
-        for token in args.split():
-            cleaned = token.lower().removesuffix("d")
-            if cleaned.replace(".", "", 1).isdigit():
-                days = min(float(cleaned), MAX_DAYS)
-            else:
-                engine = token.lower()
-        if days <= 0:
-            return text_message("Days must be more than 0.")
-        from triage_bot.health.probes import available_kinds
-
-        known = list(dict.fromkeys([*self.kb.engines, *available_kinds(), *HISTORY_ENGINES]))
-        if engine is not None and engine not in known:
-            # a typo must not read as "no incidents": say what the filter takes
-            return text_message(
-                f"No engine `{escape(engine)}`.",
-                f"Use one of {', '.join(f'`{e}`' for e in known)}, and a number of days: "
-                f"`{self.config.command} history vllm 30d`.",
-            )
-        try:
-            incidents = self.history.history(engine=engine, days=days, limit=HISTORY_LIMIT)
-        except Exception:
-            return _unavailable("The incident history cannot be read right now.")
+        found = subcommands.incidents(self.history, self.kb, args)
+        if isinstance(found, subcommands.Outcome):
+            if found.kind == "bad_days":
+                return text_message("Days must be more than 0.")
+            if found.kind == "unknown_engine":
+                return text_message(
+                    f"No engine `{escape(found.detail)}`.",
+                    f"Use one of {', '.join(f'`{e}`' for e in found.known)}, and a number of days: "
+                    f"`{self.config.command} history vllm 30d`.",
+                )
+            return self._storage(found, "The incident history cannot be read right now.")
+        engine, days = found.engine, found.days
         scope = f"{escape(engine)} " if engine else ""
         title = f"Incidents on {scope or 'all engines '}in the last {days:g} day{'s' if days != 1 else ''}"
         lines = []
-        for inc in incidents:
+        for inc in found.rows:
             where = f"<#{inc.target}>" if _CHANNEL_ID.match(inc.target or "") else escape(inc.target or "")
             line = (
                 f"`#{inc.id}` `{escape(inc.signature_id)}` · {escape(inc.engine)} · *{escape(inc.status)}* · "
@@ -251,9 +188,17 @@ class Commands:
             if inc.resolved_by:
                 line += f" · resolved by {escape(inc.resolved_by)}"
             lines.append(line)
-        if len(incidents) == HISTORY_LIMIT:
-            lines.append(f"_Showing the latest {HISTORY_LIMIT}; `triage-bot history --json` lists all._")
+        if found.cut:
+            lines.append(
+                f"_Showing the latest {subcommands.HISTORY_LIMIT}; `triage-bot history --json` lists all._"
+            )
         return lines_message(title, lines, "None. :tada:")
+
+    def _storage(self, outcome: subcommands.Outcome, unavailable: str) -> Message:
+        """The two outcomes every history subcommand shares: no history, or a database not answering."""
+        if outcome.kind == "no_history":
+            return _no_history()
+        return _unavailable(unavailable)
 
     def _status(self, args: str, user: str, channel: str | None) -> Message:
         lines, empty = self.integrations.engines()
@@ -306,7 +251,7 @@ class Commands:
             return text_message(
                 "Give some words to search for", f"e.g. `{self.config.command} search kv cache`."
             )
-        found = search_signatures(self.kb, args)
+        found = subcommands.search_signatures(self.kb, args)
         lines = [
             f"`{escape(sig.id)}` {escape(sig.title)} ({escape(sig.engine)}, {escape(sig.severity)})"
             for sig, _score in found
@@ -316,66 +261,51 @@ class Commands:
         )
 
     def _resolve(self, args: str, user: str, channel: str | None) -> Message:
-        if self.history is None:
-            return _no_history()
-        raw = _number(args)
-        if raw is None:
+        done = subcommands.resolve(self.history, args, user)
+        raw = done.number
+        if done.kind == "usage":
             return text_message(
                 "Which incident?",
                 f"Give its number, e.g. `{self.config.command} resolve 42` "
                 f"(see `{self.config.command} history`).",
             )
-        from triage_bot.history import IncidentNotFound
-
-        try:
-            changed = self.history.resolve(raw, by=user)
-        except IncidentNotFound:
+        if done.kind == "not_found":
             return text_message(f"There is no incident #{raw}.")
-        except Exception:
-            return _unavailable("The incident could not be resolved right now.")
-        if changed is None:
+        if done.kind == "queued":
             return text_message(
                 f"Incident #{raw} will be resolved.", "The database is away; the change is queued."
             )
-        if not changed:
+        if done.kind == "already":
             return text_message(f"Incident #{raw} was already resolved.")
-        return text_message(f"Incident #{raw} resolved.", "Its next repeat opens a new incident.")
+        if done.kind == "done":
+            return text_message(f"Incident #{raw} resolved.", "Its next repeat opens a new incident.")
+        return self._storage(done, "The incident could not be resolved right now.")
 
     def _mute(self, args: str, user: str, channel: str | None) -> Message:
-        if self.history is None:
-            return _no_history()
-        parts = args.split()
+        done, target = subcommands.mute(self.history, self.kb, args, user)
         usage = f"`{self.config.command} mute &lt;signature|engine&gt; &lt;duration&gt;`, e.g. `mute vllm.kv_cache_no_memory 2h`"
-        if len(parts) < 2:
+        if done.kind == "usage":
             return text_message("What to mute, and for how long?", usage)
-        target, duration = parts[0].strip(), parse_duration("".join(parts[1:]))
-        if duration is None:
+        if done.kind == "bad_duration":
             return text_message(
                 "That duration was not understood.",
                 "Use minutes, hours, days or weeks, up to a year: `30m`, `2h`, `1d`, `1w`. " + usage,
             )
-        if self.kb.get(target) is not None:
-            kwargs: dict[str, Any] = {"signature_id": target}
-            what = f"`{escape(target)}`"
-        elif "." in target:
+        if done.kind == "unknown_signature":
             return text_message(
-                f"No signature `{escape(target)}` in the knowledge base.",
+                f"No signature `{escape(done.detail)}` in the knowledge base.",
                 f"Find its id with `{self.config.command} search &lt;words&gt;`.",
             )
-        else:
-            kwargs = {"engine": target.lower()}
-            what = f"engine `{escape(target.lower())}`"
-        try:
-            self.history.mute(**kwargs, duration=duration, by=user, reason=f"/triage mute by {user}")
-        except (ValueError, OverflowError) as exc:
-            # our own validation messages are written for users; anything else stays in the log
-            said = (
-                str(exc) if isinstance(exc, ValueError) and "mute" in str(exc) else "that end is out of range"
-            )
-            return text_message("That mute cannot be set.", escape(said))
-        except Exception:
-            return _unavailable("The mute could not be saved right now.")
-        hours = duration.total_seconds() / 3600
+        if done.kind == "refused":
+            return text_message("That mute cannot be set.", escape(done.detail))
+        if done.kind != "done" or target is None:
+            return self._storage(done, "The mute could not be saved right now.")
+        what = (
+            f"`{escape(target.signature_id)}`"
+            if target.signature_id
+            else f"engine `{escape(target.engine or '')}`"
+        )
+        hours = target.duration.total_seconds() / 3600
         span = f"{hours:g} hour{'s' if hours != 1 else ''}" if hours < 48 else f"{hours / 24:g} days"
         return text_message(
             f"Muted {what} for {span}.",
@@ -383,14 +313,11 @@ class Commands:
         )
 
     def _mutes(self, args: str, user: str, channel: str | None) -> Message:
-        if self.history is None:
-            return _no_history()
-        try:
-            mutes = self.history.active_mutes()
-        except Exception:
-            return _unavailable("The mutes cannot be read right now.")
+        found = subcommands.mutes(self.history)
+        if isinstance(found, subcommands.Outcome):
+            return self._storage(found, "The mutes cannot be read right now.")
         lines = []
-        for mute in mutes:
+        for mute in found:
             what = (
                 f"`{escape(mute.signature_id)}`"
                 if mute.signature_id
@@ -404,28 +331,25 @@ class Commands:
         return lines_message("Mutes in force", lines, "None: every failure is answered.")
 
     def _unmute(self, args: str, user: str, channel: str | None) -> Message:
-        if self.history is None:
-            return _no_history()
-        number = _number(args)
-        if number is None:
+        done = subcommands.unmute(self.history, args)
+        number = done.number
+        if done.kind == "usage":
             return text_message(
                 "Which mute?",
                 f"`{self.config.command} unmute &lt;number&gt;`; "
                 f"`{self.config.command} mutes` lists them with their numbers.",
             )
-        try:
-            ended = self.history.unmute(number)
-        except ValueError:
+        if done.kind == "not_found":
             return text_message(f"There is no mute #{number}.")
-        except Exception:
-            return _unavailable("The mute could not be ended right now.")
-        if ended is None:
+        if done.kind == "queued":
             return text_message(
                 f"Mute #{number} will end when the history is back.",
                 "The database is away; the change waits in the local spool.",
             )
-        if not ended:
+        if done.kind == "already":
             return text_message(
                 f"Mute #{number} is not in force.", f"`{self.config.command} mutes` lists those that are."
             )
-        return text_message(f"Mute #{number} ended.", "Passive replies for it are back.")
+        if done.kind == "done":
+            return text_message(f"Mute #{number} ended.", "Passive replies for it are back.")
+        return self._storage(done, "The mute could not be ended right now.")
