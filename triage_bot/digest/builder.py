@@ -16,7 +16,7 @@ from zoneinfo import ZoneInfo
 
 from sqlalchemy import or_, select
 
-from triage_bot.history import DigestNumbers
+from triage_bot.history import DigestNumbers, GroupCount, HistoryStore
 from triage_bot.history.models import Incident
 
 
@@ -41,7 +41,7 @@ class Digest:
     times: list[SignatureTimes] = field(default_factory=list)
 
     @property
-    def top_signatures(self) -> list[Any]:
+    def top_signatures(self) -> list[GroupCount]:
         return self.numbers.by_signature[:5]
 
     def trend(self, now: float | None, before: float | None) -> float | None:
@@ -134,7 +134,7 @@ def _times(session: Any, start: datetime, end: datetime, top: int = 10) -> list[
 
 
 def build_digest(
-    store: Any, *, end: datetime | None = None, days: int = 7, tz: str = "UTC", top: int = 5
+    store: HistoryStore, *, end: datetime | None = None, days: int = 7, tz: str = "UTC", top: int = 5
 ) -> Digest:
     """Everything the digest shows, for the `days` local days before `end` (default: now)."""
     start, stop, day_list = period(end, days, tz)

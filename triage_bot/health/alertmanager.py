@@ -18,11 +18,15 @@ import re
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from functools import lru_cache
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from triage_bot import metrics
 from triage_bot.health.alerts import Alert, MessageRef, Notifier
 from triage_bot.health.rules import SIGNATURES
+
+if TYPE_CHECKING:
+    from triage_bot.core import Triager
+    from triage_bot.history import HistoryStore
 
 log = logging.getLogger(__name__)
 
@@ -189,7 +193,9 @@ class Outcome:
 class AlertmanagerReceiver:
     """Turns alerts into incidents and alert messages, through the history and a Notifier."""
 
-    def __init__(self, store: Any, notifier: Notifier | None, triager: Any, min_confidence: float = 0.5):
+    def __init__(
+        self, store: HistoryStore, notifier: Notifier | None, triager: Triager, min_confidence: float = 0.5
+    ):
         self.store, self.notifier, self.triager = store, notifier, triager
         self.min_confidence = min_confidence
 

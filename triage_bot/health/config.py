@@ -13,7 +13,7 @@ import re
 from collections.abc import Mapping
 from datetime import UTC, datetime, time, tzinfo
 from pathlib import Path
-from typing import Any, Literal
+from typing import Literal
 from urllib.parse import urlsplit
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
@@ -225,7 +225,7 @@ def _zone(name: str) -> tzinfo:
 
 
 def parse_engines(
-    data: Any, environ: Mapping[str, str] | None = None, source: str = "engines.yaml"
+    data: object, environ: Mapping[str, str] | None = None, source: str = "engines.yaml"
 ) -> EnginesFile:
     """Validate parsed YAML; every problem is reported with its path in the file."""
     if data is None:

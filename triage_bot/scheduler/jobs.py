@@ -145,9 +145,9 @@ class TriageScheduler:
 def default_jobs(
     settings: SchedulerSettings,
     *,
-    check: Callable[[], Any] | None,
-    digest: Callable[[], Any] | None,
-    prune: Callable[[], Any] | None,
+    check: Callable[[], object] | None,
+    digest: Callable[[], object] | None,
+    prune: Callable[[], object] | None,
 ) -> list[JobSpec]:
     """The three jobs with their triggers and deliberately chosen misfire grace times."""
     jobs: list[JobSpec] = []

@@ -7,13 +7,24 @@ import logging
 import os
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, TypedDict
 
+from triage_bot.health.alerts import Notifier
 from triage_bot.scheduler.jobs import TriageScheduler, default_jobs
 from triage_bot.scheduler.leadership import PostgresCoordinator, coordinator_for
 from triage_bot.scheduler.settings import SchedulerSettings
 
+if TYPE_CHECKING:
+    from triage_bot.history import HistoryStore
+
 log = logging.getLogger(__name__)
+
+
+class Outputs(TypedDict, total=False):
+    """What the process wiring hands the scheduler: where alerts go and how the digest is posted."""
+
+    notifier: Notifier
+    digest_poster: Callable[[], object]
 
 
 def build_scheduler(
@@ -21,9 +32,9 @@ def build_scheduler(
     database_url: str | None = None,
     engines_path: str | None = None,
     environ: Mapping[str, str] | None = None,
-    notifier: Any = None,
-    digest_poster: Callable[[], Any] | None = None,
-    outputs: Callable[[Any], dict[str, Any]] | None = None,
+    notifier: Notifier | None = None,
+    digest_poster: Callable[[], object] | None = None,
+    outputs: Callable[[HistoryStore], Outputs] | None = None,
 ) -> TriageScheduler:
     """The bot's scheduler from the environment: engines.yaml, DATABASE_URL, timezone.
 

@@ -208,7 +208,7 @@ class SlackBot:
             self.deps.inbox.close()
 
 
-def open_history() -> Any | None:
+def open_history() -> HistoryStore | None:
     """The incident history on DATABASE_URL, or None (logged) when it cannot be opened."""
     try:
         from triage_bot.history import HistoryStore

@@ -30,6 +30,7 @@ from triage_bot.blockkit import (
     MAX_SECTION,
     limit_problems,
 )
+from triage_bot.kb.schema import Signature
 from triage_bot.redaction import redact
 from triage_bot.slack.alerts import ACTION_ACK
 from triage_bot.slack.text import code_safe, escape, truncate
@@ -183,7 +184,7 @@ def fix_section(recovery: str, commands: Sequence[str]) -> dict[str, Any] | None
     return section(truncate("*Fix*\n" + escape(recovery.strip()), MAX_SECTION, MORE))
 
 
-def details_message(sig: Any, engine: str | None) -> Message:
+def details_message(sig: Signature, engine: str | None) -> Message:
     """What the answer leaves behind its Details button: why, the protocol, the FAQ, the docs."""
     budget = _Budget()
     budget.add(section(f"*{escape(sig.title)}* (`{escape(sig.id)}`)"))

@@ -7,10 +7,13 @@ a view title at 24 and `private_metadata` at 3,000; the builder stays inside all
 from __future__ import annotations
 
 from collections import defaultdict
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from triage_bot.slack.blocks import plain, section
 from triage_bot.slack.text import escape
+
+if TYPE_CHECKING:
+    from triage_bot.kb.loader import KnowledgeBase
 
 WRONG_MATCH_VIEW = "triage_wrong_match_modal"
 BLOCK_PICK = "correct_signature"
@@ -24,7 +27,7 @@ def _option(text: str, value: str) -> dict[str, Any]:
     return {"text": plain(text, 75), "value": value[:150]}
 
 
-def wrong_match_modal(kb: Any, signature_id: str | None, private_metadata: str) -> dict[str, Any]:
+def wrong_match_modal(kb: KnowledgeBase, signature_id: str | None, private_metadata: str) -> dict[str, Any]:
     """Pick the signature the paste really was (grouped by engine), or "none of these"."""
     groups: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for sig in kb.signatures:

@@ -12,13 +12,18 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from triage_bot.blockkit import escape
 from triage_bot.health.alerts import Alert, MessageRef
 from triage_bot.slack.alerts import _duration, alert_blocks, alert_text
 from triage_bot.slack.config import SlackConfig
 from triage_bot.slack.delivery import Delivery, Failure
+
+if TYPE_CHECKING:
+    from triage_bot.digest import Digest
+    from triage_bot.history import HistoryStore
+    from triage_bot.scheduler.wiring import Outputs
 
 log = logging.getLogger(__name__)
 
@@ -63,7 +68,9 @@ class SlackNotifier:
         )
 
 
-def post_digest(delivery: Delivery, channel: str, digest: Any, store: Any = None) -> dict[str, Any]:
+def post_digest(
+    delivery: Delivery, channel: str, digest: Digest, store: HistoryStore | None = None
+) -> dict[str, Any]:
     """Post a built digest through `delivery`, the chart in its thread; remember it in `store`."""
     from triage_bot.digest import digest_blocks, digest_text, render_png
 
@@ -93,7 +100,9 @@ def post_digest(delivery: Delivery, channel: str, digest: Any, store: Any = None
     return result
 
 
-def digest_poster(delivery: Delivery, channel: str, store: Any, *, days: int, tz: str) -> Callable[[], Any]:
+def digest_poster(
+    delivery: Delivery, channel: str, store: HistoryStore, *, days: int, tz: str
+) -> Callable[[], dict[str, Any]]:
     """The weekly digest job: build the digest of the last `days` local days and post it."""
     from triage_bot.digest import build_digest
 
@@ -107,8 +116,10 @@ def digest_poster(delivery: Delivery, channel: str, store: Any, *, days: int, tz
 
 
 def scheduler_outputs(
-    environ: Mapping[str, str] | None = None, delivery: Delivery | None = None, store: Any = None
-) -> dict[str, Any]:
+    environ: Mapping[str, str] | None = None,
+    delivery: Delivery | None = None,
+    store: HistoryStore | None = None,
+) -> Outputs:
     """The notifier and digest poster for `build_scheduler`, from SLACK_BOT_TOKEN and the channels.
 
     `delivery` is the Slack app's own (so the scheduler shares its outbox and pacing); a process
@@ -122,7 +133,7 @@ def scheduler_outputs(
 
         slack_store = SlackStore(store.session_factory) if store is not None else None
         delivery = Delivery(config, slack_store, web_client(config))
-    outputs: dict[str, Any] = {}
+    outputs: Outputs = {}
     if config.alert_channel:
         outputs["notifier"] = SlackNotifier(delivery, config.alert_channel)
     if config.digest_channel and store is not None:

@@ -25,6 +25,8 @@ from triage_bot.slack.inbox import REPLAY
 
 if TYPE_CHECKING:
     from triage_bot.slack.app import Deps
+    from triage_bot.slack.blocks import Message
+    from triage_bot.slack.delivery import Failure
 
 log = logging.getLogger(__name__)
 
@@ -114,15 +116,15 @@ def register_all(app: App, deps: Deps) -> None:
 
 def post_answer(
     deps: Deps,
-    client: Any,
+    client: WebClient,
     channel: str,
     thread_ts: str | None,
-    message: Any,
+    message: Message,
     incident_id: int | None,
     engine: str | None,
     full_text: Callable[[], str] | None = None,
     key: str | None = None,
-) -> Any:
+) -> SlackResponse | Failure | None:
     """Post an answer in a channel and remember it, so Resolved and repeats can find it later.
 
     `key` (the request's once-only key) makes the post idempotent across timeouts and retries.
