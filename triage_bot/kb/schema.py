@@ -138,6 +138,12 @@ class Signature(Strict):
         return [e if isinstance(e, str) else e.text for e in self.examples]
 
     @property
+    def resembling_texts(self) -> list[str]:
+        """The plain examples: what the failure looks like, for the fuzzy stage. An example that
+        carries expectations is a test of the answer, and tests do not change what matches."""
+        return [e for e in self.examples if isinstance(e, str)]
+
+    @property
     def checked_examples(self) -> list[Example]:
         """Every example as an Example (a plain string expects only the signature)."""
         return [Example(text=e) if isinstance(e, str) else e for e in self.examples]

@@ -166,7 +166,7 @@ def compile_kb(kb: KnowledgeBase) -> CompiledKB:
         if sig.is_family:
             continue  # families are recognised from evidence; their examples would only attract noise
         seen: set[str] = set()
-        for text in [*sig.messages, *sig.example_texts]:
+        for text in [*sig.messages, *sig.resembling_texts]:
             masked = mask(text)
             if masked and masked not in seen:
                 seen.add(masked)
