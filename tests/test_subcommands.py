@@ -53,7 +53,9 @@ def test_resolve_says_what_happened(store: HistoryStore) -> None:
     incident = store.record(Sighting("vllm.kv_cache_no_memory", "vllm", "C1")).incident_id
     assert subcommands.resolve(store, "resolve?", "U1").kind == "usage"
     assert subcommands.resolve(store, "#999", "U1") == subcommands.Outcome("not_found", 999)
-    assert subcommands.resolve(store, f"#{incident}", "U1") == subcommands.Outcome("done", incident)
+    assert subcommands.resolve(
+        store, f"#{incident} restarted with --enforce-eager", "U1"
+    ) == subcommands.Outcome("done", incident, detail="restarted with --enforce-eager")
     assert subcommands.resolve(store, str(incident), "U1") == subcommands.Outcome("already", incident)
 
 
@@ -84,6 +86,7 @@ def test_the_console_answers_the_read_only_subcommands_the_same_way(store: Histo
     out = io.StringIO()
     console = Console(file=out, width=200, color_system=None)
     for line in (
+        "help",
         "/triage history vllm 30",
         "/triage history vlm",
         "/triage search kv cache",
@@ -91,6 +94,7 @@ def test_the_console_answers_the_read_only_subcommands_the_same_way(store: Histo
     ):
         assert handle(default_triager(), line, console, store)
     text = out.getvalue()
+    assert text.startswith("Paste an engine error")  # a bare `help` is the help, not a paste
     assert "vllm.kv_cache_no_memory · vllm · open · 1×" in text
     assert "No engine 'vlm'; use one of" in text
     assert "No mutes in force" in text

@@ -82,6 +82,9 @@ def handle(triager: Triager, paste: str, console: Console, history: History = No
         return True
     if text in ("quit", "exit", ":q"):
         return False
+    if text.lower() in ("help", "?", "/help"):  # a bare word, not a paste to triage
+        console.print(HELP, markup=False)
+        return True
     if text.startswith("/triage"):
         rest = text[len("/triage") :].strip()
         word, _, args = rest.partition(" ")

@@ -127,23 +127,26 @@ def incidents(history: HistoryStore | None, kb: KnowledgeBase, args: str) -> Inc
 
 
 def resolve(history: HistoryStore | None, args: str, user: str) -> Outcome:
+    """`resolve <incident> [how it was fixed]`: the words after the number are the resolution note,
+    which the next "seen before" line shows."""
     if history is None:
         return Outcome("no_history")
-    number = parse_number(args)
+    first, _, note = args.strip().partition(" ")
+    number = parse_number(first)
     if number is None:
         return Outcome("usage")
     from triage_bot.history import IncidentNotFound
 
     try:
-        changed = history.resolve(number, by=user)
+        changed = history.resolve(number, by=user, note=note.strip() or None)
     except IncidentNotFound:
         return Outcome("not_found", number)
     except Exception:
         log.exception("incident %s could not be resolved", number)
         return Outcome("unavailable", number)
     if changed is None:
-        return Outcome("queued", number)
-    return Outcome("done" if changed else "already", number)
+        return Outcome("queued", number, detail=note.strip())
+    return Outcome("done" if changed else "already", number, detail=note.strip())
 
 
 def mute_target(kb: KnowledgeBase, args: str) -> MuteTarget | Outcome:

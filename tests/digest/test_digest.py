@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import json
+import re
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -130,6 +131,9 @@ def test_digest_blocks_fit_slack_and_post_with_the_chart(seeded) -> None:
     assert limit_problems(blocks) == []
     text = json.dumps(blocks)
     assert "health.engine_down" in text and "llama-prod" in text and "90.00%" in text
+    # plurals: one incident, one occurrence (it said "1 occurrences")
+    assert re.search(r"`trtllm`: 1 incident \(1 new, 0 recurring\), 1 occurrence(?!s)", text), text
+    assert "`sglang`: 2 incidents (2 new, 0 recurring), 2 occurrences" in text
     with SlackStandin() as slack:
         delivery = Delivery(
             SlackConfig(bot_token=BOT_TOKEN, api_url=slack.api_url),

@@ -190,15 +190,20 @@ def test_a_repeat_of_an_open_incident_gets_a_short_reply(env: Env) -> None:
 def test_after_a_resolve_the_next_repeat_says_who_resolved_it(env: Env) -> None:
     env.event(req.message(KV_ERROR))
     env.settle()
-    env.command("resolve 1", user=ADMIN)
+    env.command("resolve 1 raised --gpu-memory-utilization to 0.95", user=ADMIN)
     env.settle()
+    assert "Noted how: raised --gpu-memory-utilization to 0.95" in json.dumps(env.responses()[-1])
     env.event(req.message(KV_ERROR))
     env.settle()
     env.event(req.message(KV_ERROR))
     env.settle()
     _, recurring, repeat = env.posts()
-    assert f"last resolved by {ADMIN} on " in json.dumps(recurring["blocks"])  # full answer, with the history
+    shown = json.dumps(recurring["blocks"])  # full answer, with the history: who, and how
+    assert (
+        f"last resolved by {ADMIN} on " in shown and "how: raised --gpu-memory-utilization to 0.95" in shown
+    )
     assert "Seen 2 times since" in repeat["text"] and f"last resolved by {ADMIN}" in repeat["text"]
+    assert "(how: raised --gpu-memory-utilization to 0.95)" in repeat["text"]
 
 
 def test_a_muted_failure_is_recorded_but_not_posted(env: Env) -> None:

@@ -99,7 +99,7 @@ def test_help_and_unknown_subcommands_get_help(env: Env, text: str) -> None:
         "faq &lt;question&gt;",
         "engines",
         "search &lt;words&gt;",
-        "resolve &lt;incident&gt;",
+        "resolve &lt;incident&gt; [how it was fixed]",
         "mute &lt;signature|engine&gt; &lt;duration&gt;",
     ):
         assert f"`/triage {sub}`" in body

@@ -72,6 +72,7 @@ class Repeat:
     last_resolved_by: str | None = None
     last_resolved_at: datetime | None = None
     incident_id: int | None = None
+    last_resolution: str | None = None  # how it was fixed (`resolve N <note>`)
 
 
 def mrkdwn(text: str) -> dict[str, Any]:
@@ -337,6 +338,8 @@ def repeat_line(repeat: Repeat) -> str:
         resolved = f"last resolved by {escape(repeat.last_resolved_by)}"
         if repeat.last_resolved_at:
             resolved += f" on {_when(repeat.last_resolved_at)}"
+        if repeat.last_resolution:
+            resolved += f" (how: {escape(repeat.last_resolution[:200])})"
         parts.append(resolved)
     else:
         parts.append("not resolved before")

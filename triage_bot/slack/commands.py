@@ -33,7 +33,10 @@ HELP_LINES = [
     ("`/triage faq <question>`", "an answer from the FAQ"),
     ("`/triage engines`", "vLLM, SGLang and TensorRT-LLM compared"),
     ("`/triage search <words>`", "find signatures by words"),
-    ("`/triage resolve <incident>`", "close an incident (admins)"),
+    (
+        "`/triage resolve <incident> [how it was fixed]`",
+        "close an incident, with a note for next time (admins)",
+    ),
     ("`/triage mute <signature|engine> <duration>`", "silence passive replies, e.g. `mute vllm 2h` (admins)"),
     ("`/triage mutes`", "the mutes in force, with their numbers"),
     ("`/triage unmute <number>`", "end a mute now (admins)"),
@@ -278,7 +281,8 @@ class Commands:
         if done.kind == "already":
             return text_message(f"Incident #{raw} was already resolved.")
         if done.kind == "done":
-            return text_message(f"Incident #{raw} resolved.", "Its next repeat opens a new incident.")
+            noted = f" Noted how: {escape(done.detail)}" if done.detail else ""
+            return text_message(f"Incident #{raw} resolved.", f"Its next repeat opens a new incident.{noted}")
         return self._storage(done, "The incident could not be resolved right now.")
 
     def _mute(self, args: str, user: str, channel: str | None) -> Message:

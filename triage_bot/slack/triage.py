@@ -111,16 +111,20 @@ def triaged_from(outcome: Outcome) -> Triaged:
             since=recall.incident.first_seen,
             last_resolved_by=previous.last_resolved_by if previous else None,
             last_resolved_at=previous.last_resolved_at if previous else None,
+            last_resolution=previous.last_resolution if previous else None,
             incident_id=recall.incident.id,
         )
     elif recall.result.is_recurring and previous is not None and not outcome.repeats_open_incident:
-        line = f"Seen before: {previous.incidents} earlier incident{'s' if previous.incidents != 1 else ''}"
+        line = escape(
+            f"Seen before: {previous.incidents} earlier incident{'s' if previous.incidents != 1 else ''}"
+        )
         line += f" since {previous.first_seen:%Y-%m-%d}"
         if previous.last_resolved_by:
-            line += f", last resolved by {previous.last_resolved_by}"
+            # the resolver's id as inert text, as in a repeat: a recurrence must not ping them
+            line += f", last resolved by {escape(previous.last_resolved_by)}"
             if previous.last_resolved_at:
                 line += f" on {previous.last_resolved_at:%Y-%m-%d %H:%M UTC}"
             if previous.last_resolution:
-                line += f": {previous.last_resolution[:200]}"
-        triaged.notes.append(escape(line + "."))
+                line += f": how: {escape(previous.last_resolution[:200])}"
+        triaged.notes.append(line + ".")
     return triaged
