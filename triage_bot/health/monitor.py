@@ -25,7 +25,15 @@ from triage_bot.health.alerts import Alert, MessageRef, Notifier
 from triage_bot.health.config import EnginesFile
 from triage_bot.health.observation import Observation
 from triage_bot.health.poller import Poller, utcnow
-from triage_bot.health.rules import SEVERITY, SIGNATURES, EngineMemory, Finding, check_state, evaluate
+from triage_bot.health.rules import (
+    SERVING_LOST,
+    SEVERITY,
+    SIGNATURES,
+    EngineMemory,
+    Finding,
+    check_state,
+    evaluate,
+)
 from triage_bot.health.states import EngineTracker, Transition, judged_states
 
 if TYPE_CHECKING:
@@ -213,6 +221,11 @@ class HealthMonitor:
         details: dict[str, Any] = {"health": obs.health, "detail": obs.detail[:200]}
         if findings:
             details["findings"] = sorted(findings)
+            # the most serious finding in words: a stuck engine answers its /health with 200, so
+            # the probe's own detail alone would read as healthy
+            worst = min(findings, key=lambda s: (s not in SERVING_LOST, s))
+            details["state"] = worst
+            details["summary"] = findings[worst].message[:300]
         if obs.metrics is not None:
             m = obs.metrics
             details["metrics"] = {

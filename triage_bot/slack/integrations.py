@@ -38,6 +38,7 @@ STATE_EMOJI = {
     "up": ":large_green_circle:",
     "degraded": ":large_yellow_circle:",
     "down": ":red_circle:",
+    "stuck": ":red_circle:",
     "unknown": ":white_circle:",
 }
 NO_ENGINES = (
@@ -139,13 +140,16 @@ class Integrations:
             lines = []
             for engine in configured:
                 check = checks.get(engine.name)
-                detail = ""
+                detail, state = "", check.state if check else "unknown"
                 if check is not None and isinstance(check.details, dict):
-                    detail = str(check.details.get("detail") or "")
+                    # the finding in words when there is one ("stuck: ... flat while 3 wait"), else the probe's
+                    detail = str(check.details.get("summary") or check.details.get("detail") or "")
+                    if check.details.get("state") == "stuck":  # not serving, though /health says 200
+                        state = "stuck"
                 lines.append(
                     EngineLine(
                         engine.name,
-                        check.state if check else "unknown",
+                        state,
                         engine.kind,
                         check.checked_at if check else None,
                         detail if check else "not checked yet",
