@@ -146,3 +146,19 @@ def test_a_resolution_slack_refuses_for_a_while_lands_from_the_outbox(fakes, sto
     assert update["ts"] == alert["ts"] and "Resolved" in update["text"]
     assert len(replies) == 1 and replies[0]["thread_ts"] == alert["ts"]
     assert {r["state"] for r in outbox.rows()} == {"sent"}
+
+
+def test_an_alerts_commands_use_the_engines_configured_url(fakes, store) -> None:
+    from triage_bot.health.alerts import RecordingNotifier
+
+    fake = fakes.add("vllm", name="llama-prod", mode=Mode.REFUSED, **FAST)
+    notifier = RecordingNotifier()
+    monitor = HealthMonitor(parse_engines({"engines": [engine_entry(fake)]}), store=store, notifier=notifier)
+    try:
+        for _ in range(2):
+            monitor.run_once_sync()
+    finally:
+        monitor.close()
+    [(kind, _ref, alert)] = notifier.calls
+    assert kind == "post" and alert.state == "down"
+    assert f"{fake.base_url}/health" in alert.recovery and "<host>" not in alert.recovery

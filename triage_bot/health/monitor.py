@@ -290,6 +290,7 @@ class HealthMonitor:
         engine = self._engine_index()[t.engine]
         if engine.model:
             values.setdefault("model", engine.model)
+        values.setdefault("base_url", engine.base_url.rstrip("/"))  # the commands use the configured URL
         title, recovery, faq = kb_text(sig, kind, values)
         inc = OpenIncident(t.state, None, None)
         result = self._record_occurrence(t.finding, kind, t.engine, t.at, inc)
@@ -408,7 +409,13 @@ class HealthMonitor:
             )
             self.trackers[row.target].restore_open(state, row.first_seen, message)
             kind = names[row.target].kind
-            title, recovery, faq = kb_text(row.signature_id, kind, {"engine": row.target, "kind": kind})
+            configured = names[row.target]
+            title, recovery, faq = kb_text(
+                row.signature_id,
+                kind,
+                {"engine": row.target, "kind": kind, "base_url": configured.base_url.rstrip("/")}
+                | ({"model": configured.model} if configured.model else {}),
+            )
             inc = OpenIncident(
                 state,
                 row.id,
