@@ -41,3 +41,22 @@ def test_filters() -> None:
         {},
         None,
     ) == ("0.87 16 0.95 7")
+
+
+def test_an_answer_links_only_its_own_engines_docs() -> None:
+    """A signature for every engine lists every engine's pages; the answer keeps the paste's engine's."""
+    from triage_bot.core import default_triager
+
+    kb = default_triager().kb
+    sig = kb.get("generic.cuda_oom")
+    assert sig is not None and any("docs.vllm.ai" in u for u in sig.docs)
+    assert any("nvidia.github.io/TensorRT-LLM" in u for u in sig.docs)
+    trt = default_triager().triage(
+        "[TensorRT-LLM][ERROR] torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. "
+        "GPU 0 has a total capacity of 79.15 GiB of which 1.12 GiB is free.\n"
+        '  File "/usr/local/lib/python3.12/dist-packages/tensorrt_llm/_torch/pyexecutor/py_executor.py", line 1'
+    )
+    assert trt.match is not None and trt.match.id == "generic.cuda_oom" and trt.engine == "trtllm"
+    assert trt.docs and not any("docs.vllm.ai" in u for u in trt.docs)
+    bare = default_triager().triage("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB")
+    assert bare.engine is None and bare.docs == list(sig.docs)  # no engine in sight: every link stays

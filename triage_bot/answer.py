@@ -7,6 +7,7 @@ read more. Rendering the recovery happens here, once, in the Jinja2 sandbox.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -142,8 +143,18 @@ def render_recovery(sig: Signature, values: dict[str, Any], engine: str | None) 
     return text, commands
 
 
-def build_answer(result: MatchResult) -> Answer:
-    """Turn a match result into the answer every surface shows."""
+def own_docs(docs: list[str], engine: str | None, roots: Mapping[str, tuple[str, ...]]) -> list[str]:
+    """The links for the engine the paste shows: another engine's documentation is left out (a
+    family signature lists every engine's pages); with no engine known, all of them stay."""
+    if engine is None or engine not in roots:
+        return list(docs)
+    foreign = tuple(root for other, sites in roots.items() if other != engine for root in sites)
+    return [url for url in docs if not url.startswith(foreign)] if foreign else list(docs)
+
+
+def build_answer(result: MatchResult, doc_roots: Mapping[str, tuple[str, ...]] | None = None) -> Answer:
+    """Turn a match result into the answer every surface shows (`doc_roots`: each engine's
+    documentation sites, so an answer links only its own engine's pages)."""
     primary = result.primary
     candidates = [_candidate(s) for s in result.nearest]
     if primary is None:
@@ -194,7 +205,7 @@ def build_answer(result: MatchResult) -> Answer:
         recovery=recovery,
         commands=commands,
         faq=sig.faq.strip(),
-        docs=list(sig.docs),
+        docs=own_docs(sig.docs, engine, doc_roots or {}),
         protocol=sig.protocol,
         incomplete=result.incomplete or primary.how == "wrapper",
         note=note,

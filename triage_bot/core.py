@@ -6,6 +6,7 @@ matching works, and nothing here knows about Slack.
 
 from __future__ import annotations
 
+import functools
 import threading
 import time
 from collections.abc import Callable
@@ -51,6 +52,10 @@ class Triager:
     def from_directory(cls, directory: Path | None = None) -> Triager:
         return cls(load(directory))
 
+    @functools.cached_property
+    def doc_roots(self) -> dict[str, tuple[str, ...]]:
+        return self.kb.doc_roots
+
     def match(self, text: str | bytes) -> MatchResult:
         started = time.perf_counter()
         try:
@@ -61,7 +66,7 @@ class Triager:
                 watcher(elapsed)
 
     def triage(self, text: str | bytes) -> Answer:
-        answer = build_answer(self.match(text))
+        answer = build_answer(self.match(text), self.doc_roots)
         for watcher in answer_watchers:
             watcher(answer)
         return answer

@@ -234,6 +234,22 @@ class KnowledgeBase:
         return self.by_id.get(sig_id)
 
     @property
+    def doc_roots(self) -> dict[str, tuple[str, ...]]:
+        """Each engine's documentation sites, from its header's `docs` (https://docs.vllm.ai/,
+        https://nvidia.github.io/TensorRT-LLM/): what a link must start with to be that engine's."""
+        roots: dict[str, tuple[str, ...]] = {}
+        for engine_id, info in self.engines.items():
+            found = []
+            for url in info.docs:
+                scheme, _, rest = url.partition("://")
+                host, _, path = rest.partition("/")
+                shared_host = host.endswith(("github.io", "github.com"))  # one site per project there
+                first = path.split("/", 1)[0] if shared_host and path else ""
+                found.append(f"{scheme}://{host}/{first + '/' if first else ''}")
+            roots[engine_id] = tuple(dict.fromkeys(found))
+        return roots
+
+    @property
     def engine_packages(self) -> dict[str, str]:
         """Each engine's id -> the Python package it installs as."""
         return {engine_id: info.import_name for engine_id, info in self.engines.items()}
