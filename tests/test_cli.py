@@ -217,3 +217,28 @@ def test_kb_lint_fails_when_an_example_expects_what_the_answer_does_not_say(tmp_
     assert "counter-example 'No available memory for the cache blocks' is answered with it" in lint(
         cause, counter
     )
+
+
+def test_ctrl_c_leaves_the_console_cleanly(tmp_path: Path) -> None:
+    """`make run` without Slack is the console: Ctrl-C ends it with status 0, not 'Aborted!'."""
+    import signal
+
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "triage_bot", "serve"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env={"PATH": "/usr/bin:/bin", "COLUMNS": "200", "TRIAGE_DATA_DIR": str(tmp_path)},
+    )
+    assert proc.stdin is not None and proc.stdout is not None
+    proc.stdin.write((OOM + "\n").encode())
+    proc.stdin.flush()
+    seen = b""
+    while b"generic.cuda_oom" not in seen:  # the console is in its read loop once it has answered
+        line = proc.stdout.readline()
+        assert line, "the console ended before answering"
+        seen += line
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 0, err.decode()
+    assert b"Aborted" not in err

@@ -190,6 +190,9 @@ def run_console(
     triager = default_triager()
     if os.isatty(stream.fileno()):
         console.print("[bold]triage-bot console[/bold] — paste an error; /triage help for commands.")
-    for paste in read_pastes(stream):
-        if not handle(triager, paste.decode("utf-8", errors="replace"), console, history):
-            break
+    try:
+        for paste in read_pastes(stream):
+            if not handle(triager, paste.decode("utf-8", errors="replace"), console, history):
+                break
+    except KeyboardInterrupt:  # Ctrl-C leaves the console as `quit` does: no "Aborted!", exit 0
+        console.print()
