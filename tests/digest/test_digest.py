@@ -180,6 +180,10 @@ def test_cli_digest_dry_run_writes_json_and_png(seeded, tmp_path: Path, monkeypa
     assert data["digest"]["numbers"]["incidents"] == 7
     assert limit_problems(data["blocks"]) == []
     assert Image.open(png).format == "PNG"
+    text = CliRunner().invoke(cli, ["digest", "--dry-run", "--tz", TZ, "--end", END.isoformat()])
+    assert text.exit_code == 0, text.output
+    assert "By engine\n• vllm: 4 incidents" in text.output  # for a terminal: no *bold* or `code` marks
+    assert "*" not in text.output and "`" not in text.output and "&lt;" not in text.output
 
 
 def test_write_png_for_inspection(seeded, tmp_path: Path) -> None:

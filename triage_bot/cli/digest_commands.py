@@ -79,10 +79,12 @@ def digest(
             json.dumps({"digest": built.to_json(), "blocks": digest_blocks(built)}, indent=2, default=str)
         )
     elif dry_run:
-        click.echo(digest_text(built))
+        from triage_bot.render.terminal import mrkdwn_to_text
+
+        click.echo(mrkdwn_to_text(digest_text(built)))
         for block in digest_blocks(built):
             text = (block.get("text") or {}).get("text")
             if text:
-                click.echo(text)
+                click.echo(mrkdwn_to_text(text))
         if png_path is not None:
             click.echo(f"chart: {png_path}")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import TYPE_CHECKING
 
 from rich.console import Console, Group, RenderableType
@@ -98,3 +99,17 @@ def engines_table(kb: KnowledgeBase) -> Table:
     for dim in kb.matrix_dimensions:
         table.add_row(dim.title, *(e.matrix.get(dim.key, "—") for e in ordered))
     return table
+
+
+_BOLD = re.compile(r"(?<![\w*])\*([^*\n]+)\*(?![\w*])")
+_ITALIC = re.compile(r"(?<![\w_])_([^_\n]+)_(?![\w_])")
+_CODE = re.compile(r"`([^`\n]+)`")
+_LINK = re.compile(r"<(https?://[^|>\s]+)\|([^>]+)>")
+
+
+def mrkdwn_to_text(text: str) -> str:
+    """Slack mrkdwn as plain terminal text: *bold*, _italic_ and `code` marks dropped, links as
+    `label (url)`, and the three escaped characters restored (`digest --dry-run` printed them raw)."""
+    text = _LINK.sub(lambda m: f"{m.group(2)} ({m.group(1)})", text)
+    text = _CODE.sub(r"\1", _ITALIC.sub(r"\1", _BOLD.sub(r"\1", text)))
+    return text.replace("&lt;", "<").replace("&gt;", ">").replace("&amp;", "&")
