@@ -13,18 +13,34 @@ from triage_bot.kb.regex import compile_pattern
 
 _NUMBER = re.compile(r"^[+-]?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?$")
 
-# name -> regex with one group; the first occurrence in the paste wins
+# A keyword or key as the engines' start-up dumps write it: a keyword argument
+# (`ServerArgs(tp_size=2, ...)`, vLLM's `with config: ... max_seq_len=4096`) or a dict key (vLLM's
+# `non-default args: {'max_model_len': 4096, ...}`).
+_KEY = r"(?:\b|['\"])(?:{names})['\"]?\s*[:=]\s*"
+_MODEL_WORD = re.compile(r"[/._\d-]")  # a model name or path has one; a word of prose ("just") has none
+
+# name -> regex with one group (`v`, or `v2` for a second spelling); the first occurrence wins
 _GLOBAL_SOURCES: dict[str, str] = {
     "model": (
-        r"(?:--model(?:-path)?[= ]|\bmodel(?:_path)?=['\"]|\bvllm serve\s+|trtllm-serve(?: serve)?\s+)"
-        r"(?P<v>[A-Za-z0-9_./~:-]{2,200})"
+        r"(?:--model(?:-path)?[= ]|\bmodel(?:_path)?=['\"]|['\"]model['\"]:\s*['\"]|\bvllm serve\s+"
+        r"|trtllm-serve(?: serve)?\s+)(?P<v>[A-Za-z0-9_./~:-]{2,200})"
     ),
-    "tp_size": r"(?:--tensor-parallel-size|--tp-size|--tp_size|--tp|\btensor_parallel_size|\btp_size)\s?[= ]\s?(?P<v>\d{1,3})\b",
-    "pp_size": r"(?:--pipeline-parallel-size|--pp-size|--pp_size|--pp|\bpipeline_parallel_size|\bpp_size)\s?[= ]\s?(?P<v>\d{1,3})\b",
+    "tp_size": r"(?:--tensor-parallel-size|--tp-size|--tp_size|--tp)[= ]\s?(?P<v>\d{1,3})\b|"
+    + _KEY.format(names="tensor_parallel_size|tp_size")
+    + r"(?P<v2>\d{1,3})\b",
+    "pp_size": r"(?:--pipeline-parallel-size|--pp-size|--pp_size|--pp)[= ]\s?(?P<v>\d{1,3})\b|"
+    + _KEY.format(names="pipeline_parallel_size|pp_size")
+    + r"(?P<v2>\d{1,3})\b",
     "port": r"--port[= ](?P<v>\d{2,5})\b",
-    "cli_gpu_memory_utilization": r"(?:--gpu-memory-utilization[= ]|\bgpu_memory_utilization=)(?P<v>0?\.\d+|1(?:\.0+)?)\b",
-    "cli_mem_fraction_static": r"(?:--mem-fraction-static[= ]|\bmem_fraction_static=)(?P<v>0?\.\d+|1(?:\.0+)?)\b",
-    "cli_max_model_len": r"(?:--max-model-len[= ]|\bmax_model_len=)(?P<v>\d{2,8})\b",
+    "cli_gpu_memory_utilization": r"(?:--gpu-memory-utilization[= ]|"
+    + _KEY.format(names="gpu_memory_utilization")
+    + r")(?P<v>0?\.\d+|1(?:\.0+)?)\b",
+    "cli_mem_fraction_static": r"(?:--mem-fraction-static[= ]|"
+    + _KEY.format(names="mem_fraction_static")
+    + r")(?P<v>0?\.\d+|1(?:\.0+)?)\b",
+    "cli_max_model_len": r"(?:--max-model-len[= ]|--context-length[= ]|"
+    + _KEY.format(names="max_model_len|max_seq_len|context_length")
+    + r")(?P<v>\d{2,8})\b",
     "engine_dir": r"--engine[_-]dir[= ](?P<v>[A-Za-z0-9_./~-]{1,300})",
 }
 
@@ -78,5 +94,7 @@ def global_values(text: str) -> dict[str, object]:
     for name, pattern in _GLOBALS.items():
         match = pattern.search(text)
         if match:
-            found[name] = coerce(match.group("v"))
+            value = match.groupdict().get("v") or match.groupdict().get("v2")
+            if value and (name != "model" or _MODEL_WORD.search(value)):
+                found[name] = coerce(value)
     return found
