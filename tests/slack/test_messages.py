@@ -182,9 +182,17 @@ def test_a_repeat_of_an_open_incident_gets_a_short_reply(env: Env) -> None:
     first, repeat = env.posts()
     assert len(first["blocks"]) > 4
     assert repeat["thread_ts"] == "1700000001.000001"
-    assert repeat["text"].startswith("No memory for KV cache blocks: :repeat: Seen 2 times since ")
+    # the fix first, with this paste's own numbers, then the repeat line
+    assert (
+        repeat["text"].startswith("vllm serve ")
+        and " | No memory for KV cache blocks: :repeat: Seen 2 times since " in repeat["text"]
+    )
     assert "not resolved before" in repeat["text"]
-    assert len(repeat["blocks"]) == 3 and repeat["blocks"][-1]["type"] == "actions"
+    assert len(repeat["blocks"]) == 4 and repeat["blocks"][-1]["type"] == "actions"
+    assert (
+        repeat["blocks"][1]["text"]["text"].startswith("*Fix*\n```")
+        and "--gpu-memory-utilization" in repeat["blocks"][1]["text"]["text"]
+    )
 
 
 def test_after_a_resolve_the_next_repeat_says_who_resolved_it(env: Env) -> None:
@@ -236,3 +244,17 @@ def test_a_direct_message_is_always_answered(env: Env) -> None:
     env.settle()
     [post] = env.posts()
     assert post["channel"] == "D0ALICE" and post["text"] == "No known signature matched this paste."
+
+
+def test_a_repeat_with_new_values_gets_its_own_fix(env: Env) -> None:
+    env.event(req.message(KV_ERROR + "\n$ vllm serve org/model-a --max-model-len 8192"))
+    env.settle()
+    env.event(
+        req.message(KV_ERROR + "\n$ vllm serve org/model-b --max-model-len 8192", ts="1700000001.000001")
+    )
+    env.settle()
+    first, repeat = env.posts()
+    assert "vllm serve org/model-a" in json.dumps(first["blocks"])
+    assert ":repeat: Seen 2 times" in repeat["text"]
+    fix = json.dumps(repeat["blocks"])
+    assert "vllm serve org/model-b" in fix and "model-a" not in fix  # this paste's own values

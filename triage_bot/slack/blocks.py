@@ -349,17 +349,20 @@ def repeat_line(repeat: Repeat) -> str:
 
 
 def repeat_message(answer: Answer, repeat: Repeat) -> Message:
-    """The short reply for a repeat of an open incident: no need to repeat the whole answer."""
+    """The short reply for a repeat of an open incident: not the whole answer again, but still the
+    fix with this paste's own numbers (a repeat with a new context length needs its new command)."""
     m = answer.match
     title = m.title if m else "this failure"
     line = repeat_line(repeat)
-    blocks = [
-        section(f"*{escape(title)}* (`{escape(m.id) if m else '?'}`)\n{line}"),
-        context("Use `/triage &lt;error&gt;` for the full answer."),
-    ]
+    blocks = [section(f"*{escape(title)}* (`{escape(m.id) if m else '?'}`)\n{line}")]
+    if answer.commands:  # the commands alone: the prose is in the first answer
+        blocks.append(section("*Fix*\n" + code_block(answer.commands, MAX_SECTION - 20)))
+    blocks.append(context("Use `/triage &lt;error&gt;` for the full answer."))
     if m is not None:
         blocks.append(answer_actions(repeat.incident_id, m.id))
-    return Message(text=truncate(f"{title}: {line}", MAX_FALLBACK), blocks=blocks)
+    summary = f"{title}: {line}"
+    fallback = f"{answer.commands[0]} | {summary}" if answer.commands else summary
+    return Message(text=truncate(fallback, MAX_FALLBACK), blocks=blocks)
 
 
 def _when(moment: datetime) -> str:
