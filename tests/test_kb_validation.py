@@ -31,7 +31,7 @@ def test_unknown_key_is_an_error_with_line(tmp_path: Path) -> None:
         "    severity: high\n    patterns:", "    severity: high\n    colour: red\n    patterns:", 1
     )
     errors = _errors(write_kb(tmp_path, **{"vllm.yaml": broken}))
-    assert any("colour" in e and "Extra inputs" in e and e.startswith("vllm.yaml:12:") for e in errors), (
+    assert any("colour" in e and "Extra inputs" in e and e.startswith("vllm.yaml:13:") for e in errors), (
         errors
     )
 

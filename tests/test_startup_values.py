@@ -57,7 +57,15 @@ SGLANG_ARGS = (
     ],
 )
 def test_start_up_dumps_give_the_launch_values(text: str, expected: dict[str, object]) -> None:
-    assert global_values(text) == expected
+    assert global_values(text, default_triager().matcher.value_patterns) == expected
+
+
+def test_the_launch_commands_come_from_the_engines_headers() -> None:
+    """`vllm serve X` names the model because vllm.yaml's header says `launch: [vllm serve]`."""
+    assert global_values("vllm serve Qwen/Qwen2.5-7B") == {}  # no knowledge base: no launch command
+    assert global_values("vllm serve Qwen/Qwen2.5-7B", default_triager().matcher.value_patterns) == {
+        "model": "Qwen/Qwen2.5-7B"
+    }
 
 
 def test_the_recovery_names_the_model_from_the_start_up_line() -> None:

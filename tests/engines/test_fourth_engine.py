@@ -26,6 +26,7 @@ HERE = Path(__file__).resolve().parent / "lmdeploy"
 ROOT = HERE.parents[2]
 
 TURBOMIND_OOM = """\
+$ lmdeploy serve api_server internlm/internlm2_5-7b-chat --server-port 23333
 2024-04-23 10:11:19,967 - lmdeploy - INFO - updated backend_config=TurbomindEngineConfig(tp=1, session_len=8192)
 [TM][INFO] Set logger level by INFO
 Exception in thread Thread-2:
@@ -112,7 +113,10 @@ def test_its_own_failure_is_answered_with_its_own_recovery(env: dict[str, str]) 
     answer = answer_of(bot("triage", "--json", "--no-record", "-", env=env, stdin=TURBOMIND_OOM))
     assert answer["id"] == "lmdeploy.turbomind_out_of_memory"
     assert answer["engine"] == "lmdeploy"
-    assert answer["commands"] == ["lmdeploy serve api_server <model> --cache-max-entry-count 0.5"]
+    # the model from the paste's own launch line: lmdeploy.yaml's header names the command
+    assert answer["commands"] == [
+        "lmdeploy serve api_server internlm/internlm2_5-7b-chat --cache-max-entry-count 0.5"
+    ]
 
 
 def test_a_generic_failure_on_it_gets_the_default_recovery(env: dict[str, str]) -> None:

@@ -12,6 +12,7 @@ MINI_ENGINE = textwrap.dedent(
     engine:
       id: vllm
       name: vLLM
+      launch: ["vllm serve"]
       detect:
         - {pattern: 'vllm/', weight: 2}
       matrix: {kv_cache: paged}

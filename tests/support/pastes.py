@@ -19,6 +19,8 @@ HOLDOUT = Path(__file__).resolve().parents[1] / "holdout"
 def rows(kind: str | None = None) -> Iterator[dict]:
     """Every held-out row (errors, fresh reports, negatives), set by set in a fixed order."""
     for path in sorted(HOLDOUT.glob("*/*.jsonl")):
+        if path.stem not in ("errors", "fresh", "negatives"):
+            continue  # faq/questions.jsonl holds questions, not pastes
         if kind is None or path.stem == kind:
             yield from read_jsonl(path)
 

@@ -195,6 +195,7 @@ class EngineInfo(Strict):
     id: str = Field(pattern=ENGINE_ID_RE.pattern)
     name: str
     package: str = ""  # the Python package it installs as, when not its id (tensorrt_llm)
+    launch: list[str] = Field(default_factory=list)  # commands followed by the model: `vllm serve`
     order: int = 100  # its column in the comparison matrix, lowest first
     detect: list[Clue] = Field(min_length=1)
     docs: list[str] = Field(default_factory=list)

@@ -46,7 +46,7 @@ from triage_bot.text.candidates import (
     looks_like_chat,
     reports_a_problem,
 )
-from triage_bot.text.extract import coerce_values, global_values
+from triage_bot.text.extract import coerce_values, global_values, value_patterns
 from triage_bot.text.normalize import Line, Normalized, normalize
 
 PASSIVE_THRESHOLD = 0.80
@@ -125,6 +125,9 @@ class Matcher:
         self.c = compiled
         self.areas = Areas(compiled.kb.engines.values())
         self.engine_packages = compiled.kb.engine_packages
+        self.value_patterns = value_patterns(
+            [cmd for info in compiled.kb.engines.values() for cmd in info.launch]
+        )
         self.index = {sig.id: i for i, sig in enumerate(compiled.signatures)}
         self.last_resort = compiled.kb.get(LAST_RESORT)
 
@@ -259,7 +262,7 @@ class Matcher:
             ]
         hits = self._hits(norm, fired)
         engine, engine_scores = self._detect_engine(norm, hits)
-        gvalues = global_values(norm.text)
+        gvalues = global_values(norm.text, self.value_patterns)
         found = Found(
             engine,
             last_resort=self.last_resort,

@@ -8,8 +8,12 @@ in the command the bot suggests, so it reads like the user's own command with on
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from triage_bot.kb.regex import compile_pattern
+
+Regex = Any  # re2's compiled pattern: the wrapper ships no types
 
 _NUMBER = re.compile(r"^[+-]?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?$")
 
@@ -21,9 +25,11 @@ _MODEL_WORD = re.compile(r"[/._\d-]")  # a model name or path has one; a word of
 
 # name -> regex with one group (`v`, or `v2` for a second spelling); the first occurrence wins
 _GLOBAL_SOURCES: dict[str, str] = {
+    # the engines' launch commands that take the model next (`vllm serve X`) come from their
+    # knowledge headers (`launch:`): see value_patterns
     "model": (
-        r"(?:--model(?:-path)?[= ]|\bmodel(?:_path)?=['\"]|['\"]model['\"]:\s*['\"]|\bvllm serve\s+"
-        r"|trtllm-serve(?: serve)?\s+)(?P<v>[A-Za-z0-9_./~:-]{2,200})"
+        r"(?:--model(?:-path)?[= ]|\bmodel(?:_path)?=['\"]|['\"]model['\"]:\s*['\"]{launch})"
+        r"(?P<v>[A-Za-z0-9_./~:-]{2,200})"
     ),
     "tp_size": r"(?:--tensor-parallel-size|--tp-size|--tp_size|--tp)[= ]\s?(?P<v>\d{1,3})\b|"
     + _KEY.format(names="tensor_parallel_size|tp_size")
@@ -45,7 +51,16 @@ _GLOBAL_SOURCES: dict[str, str] = {
 }
 
 
-_GLOBALS = {name: compile_pattern(source) for name, source in _GLOBAL_SOURCES.items()}
+def value_patterns(launch: Sequence[str] = ()) -> dict[str, Regex]:
+    """The value patterns, with the launch commands that are followed by the model name."""
+    commands = "".join(
+        r"|\b" + r"\s+".join(re.escape(word) for word in command.split()) + r"\s+"
+        for command in sorted(launch, key=len, reverse=True)  # the longest first: `x serve` before `x`
+    )
+    return {
+        name: compile_pattern(source.replace("{launch}", commands) if name == "model" else source)
+        for name, source in _GLOBAL_SOURCES.items()
+    }
 
 
 class _AsPasted:
@@ -88,13 +103,17 @@ def coerce_values(values: dict[str, str]) -> dict[str, object]:
     return {key: coerce(value) for key, value in values.items()}
 
 
-def global_values(text: str) -> dict[str, object]:
-    """Launch parameters found anywhere in the paste."""
+def global_values(text: str, patterns: Mapping[str, Regex] | None = None) -> dict[str, object]:
+    """Launch parameters found anywhere in the paste (`patterns`: value_patterns of the knowledge
+    base's engines; none given, no launch command counts)."""
     found: dict[str, object] = {}
-    for name, pattern in _GLOBALS.items():
+    for name, pattern in (patterns if patterns is not None else _NO_LAUNCH).items():
         match = pattern.search(text)
         if match:
             value = match.groupdict().get("v") or match.groupdict().get("v2")
             if value and (name != "model" or _MODEL_WORD.search(value)):
                 found[name] = coerce(value)
     return found
+
+
+_NO_LAUNCH = value_patterns()
