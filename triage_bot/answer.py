@@ -93,6 +93,7 @@ class Answer:
     family: Candidate | None = None
     others: list[Candidate] = field(default_factory=list)
     candidates: list[Candidate] = field(default_factory=list)
+    alternative: Candidate | None = None  # a runner-up close to the answer (within 10 points)
     truncated_input: bool = False
     rule: str | None = None  # the ranking rule that chose the match (triage_bot/matching/rules.py)
 
@@ -122,6 +123,7 @@ class Answer:
                 "note": self.note,
                 "family": self.family.to_dict() if self.family else None,
                 "others": [c.to_dict() for c in self.others],
+                "alternative": self.alternative.to_dict() if self.alternative else None,
                 "truncated_input": self.truncated_input,
                 "rule": self.rule,
             },
@@ -212,6 +214,7 @@ def build_answer(result: MatchResult, doc_roots: Mapping[str, tuple[str, ...]] |
         family=_candidate(result.family_hint) if result.family_hint else None,
         others=[_candidate(s) for s in result.others],
         candidates=candidates,
+        alternative=_candidate(result.alternative) if result.alternative else None,
         truncated_input=result.normalized.truncated,
         rule=result.rule,
     )

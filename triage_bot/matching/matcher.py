@@ -30,6 +30,7 @@ from triage_bot.matching.exceptions import (
 from triage_bot.matching.index import CompiledKB, mask, tokens
 from triage_bot.matching.rules import (
     Found,
+    close_alternative,
     decide,
     engine_fit,
     family_admission,
@@ -91,6 +92,7 @@ class MatchResult:
     incomplete: bool  # the paste holds only a wrapper or stops before its cause
     global_values: dict[str, object]
     rule: str | None = None  # the ranking rule that chose the primary (triage_bot/matching/rules.py)
+    alternative: Scored | None = None  # a runner-up within CLOSE_MARGIN of the primary
 
     @property
     def failure_signal(self) -> bool:
@@ -296,6 +298,7 @@ class Matcher:
             incomplete=incomplete,
             global_values=gvalues,
             rule=decision.rule if decision else None,
+            alternative=close_alternative(found, decision) if decision else None,
         )
 
     # -- scoring: every candidate of each kind, ranked ------------------------------------------

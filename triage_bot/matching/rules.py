@@ -226,6 +226,26 @@ ORDERS: tuple[Callable[..., object], ...] = (
 )
 
 
+CLOSE_MARGIN = 0.10  # a runner-up this close to the answer is shown beside it
+
+
+def close_alternative(found: Found, decision: Decision) -> Scored | None:
+    """The best other candidate within CLOSE_MARGIN of the answer's confidence: a 44% answer with a
+    40% runner-up should show both. Never a candidate with no real score, nor the last resort, nor
+    one the answer already names as also in the paste."""
+    taken = {decision.primary.sig.id, *(o.sig.id for o in decision.others)}
+    pool = [*found.specific, *found.families, *found.guesses, *found.fuzzy]
+    best = None
+    for scored in pool:
+        if scored.sig.id in taken or scored.confidence <= 0 or band(scored.sig.priority) == 0:
+            continue
+        if scored.confidence >= decision.primary.confidence - CLOSE_MARGIN and (
+            best is None or scored.confidence > best.confidence
+        ):
+            best = scored
+    return best
+
+
 def decide(found: Found, rules: Sequence[Callable[[Found], Decision | None]] = RULES) -> Decision | None:
     """The first rule that applies decides; None when nothing in the paste is a known failure."""
     for rule in rules:

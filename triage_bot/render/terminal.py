@@ -76,6 +76,9 @@ def answer_renderable(answer: Answer) -> Panel:
     if answer.faq:
         parts.append(Text("\nFAQ", style="bold underline"))
         parts.append(Text(answer.faq))
+    if answer.alternative is not None:
+        alt = answer.alternative
+        parts.append(Text(f"\nClose alternative: {alt.id} {alt.title} ({alt.confidence:.0%})", style="dim"))
     if answer.others:
         parts.append(Text("\nAlso in this paste: " + ", ".join(o.id for o in answer.others), style="dim"))
     if answer.docs:

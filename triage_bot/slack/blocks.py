@@ -324,6 +324,11 @@ def answer_message(
         )
     if answer.protocol and not answer.commands:
         budget.add(section("*Confirm*\n" + "\n".join(f"• {escape(i)}" for i in answer.protocol.confirm[:4])))
+    if answer.alternative is not None:
+        alt = answer.alternative
+        budget.add(
+            context(f"Close alternative: `{escape(alt.id)}` {escape(alt.title)} ({alt.confidence:.0%})")
+        )
     if answer.others:
         budget.add(context("Also in this paste: " + ", ".join(f"`{escape(o.id)}`" for o in answer.others)))
     return Message(text=fallback, blocks=budget.finish(tail), cut=budget.cut)
