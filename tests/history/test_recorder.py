@@ -262,3 +262,19 @@ def test_checks_are_stored(store: HistoryStore, now: datetime) -> None:
     assert store.record_check("llama-prod", "down", None, {"error": "connection refused"}) is not None
     [uptime] = store.uptime(now - timedelta(minutes=1), now + timedelta(minutes=1))
     assert (uptime.up, uptime.down, uptime.ratio) == (1, 1, 0.5)
+
+
+def test_maintenance_is_not_downtime(store: HistoryStore, now: datetime) -> None:
+    """Checks the monitor marks as inside a maintenance window count neither as up nor as down."""
+    for i in range(3):
+        store.record_check("llama-prod", "up", 10.0, {}, checked_at=now - timedelta(seconds=i))
+    for i in range(5):
+        store.record_check(
+            "llama-prod", "down", None, {"maintenance": True}, checked_at=now - timedelta(seconds=10 + i)
+        )
+    store.record_check(
+        "llama-prod", "down", None, {"maintenance": False}, checked_at=now - timedelta(seconds=20)
+    )
+    [uptime] = store.uptime(now - timedelta(minutes=1), now + timedelta(minutes=1))
+    assert (uptime.up, uptime.down, uptime.maintenance, uptime.checks) == (3, 1, 5, 9)
+    assert uptime.ratio == 0.75

@@ -91,6 +91,7 @@ def context(d: Digest) -> dict[str, Any]:
                 "engine": u.engine,
                 "checks": u.checks,
                 "down": u.down,
+                "maintenance": u.maintenance,
                 "percent": "n/a" if u.ratio is None else f"{u.ratio * 100:.2f}%",
             }
             for u in sorted(n.uptime, key=lambda u: (u.ratio if u.ratio is not None else 2.0, u.engine))[

@@ -40,6 +40,7 @@ class Uptime(_Json):
     down: int
     unknown: int
     ratio: float | None  # (up + degraded) / (up + degraded + down); unknown results are left out
+    maintenance: int = 0  # checks inside a maintenance window: planned, so not counted at all
 
 
 @dataclass(frozen=True, slots=True)
@@ -145,16 +146,18 @@ def _durations(session: Session, column: Any, start: datetime, end: datetime) ->
 def uptime(session: Session, start: datetime, end: datetime) -> list[Uptime]:
     """Per engine, the share of checks that found it serving (up or degraded) in [start, end).
 
-    Checks run at a fixed interval, so the share of checks is the share of time.
+    Checks run at a fixed interval, so the share of checks is the share of time. Checks made inside
+    a maintenance window (the monitor marks them) are planned downtime and count neither way.
     """
     start, end = clean.period(start, end)
     states: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
-    for eng, state, n in session.execute(
-        select(EngineCheck.engine, EngineCheck.state, func.count())
+    planned = EngineCheck.details["maintenance"].as_boolean()
+    for eng, state, maintenance, n in session.execute(
+        select(EngineCheck.engine, EngineCheck.state, planned, func.count())
         .where(EngineCheck.checked_at >= start, EngineCheck.checked_at < end)
-        .group_by(EngineCheck.engine, EngineCheck.state)
+        .group_by(EngineCheck.engine, EngineCheck.state, planned)
     ):
-        states[eng][state] += n
+        states[eng]["maintenance" if maintenance else state] += n
     result = []
     for eng in sorted(states):
         s = states[eng]
@@ -162,12 +165,13 @@ def uptime(session: Session, start: datetime, end: datetime) -> list[Uptime]:
         result.append(
             Uptime(
                 engine=eng,
-                checks=known + s["unknown"],
+                checks=known + s["unknown"] + s["maintenance"],
                 up=s["up"],
                 degraded=s["degraded"],
                 down=s["down"],
                 unknown=s["unknown"],
                 ratio=(s["up"] + s["degraded"]) / known if known else None,
+                maintenance=s["maintenance"],
             )
         )
     return result
