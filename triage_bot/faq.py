@@ -95,11 +95,21 @@ def _documents(kb: KnowledgeBase) -> list[_Doc]:
     return docs
 
 
+def _domain(kb: KnowledgeBase) -> frozenset[str]:
+    """The serving vocabulary: words of the failures the knowledge base knows (ids, titles, canonical
+    messages), the FAQ's tags and the engines' names. A question with none of them is not about
+    serving ("translate 'good morning' into Italian"), whatever FAQ prose it happens to share."""
+    text = [f"{s.id} {s.title} {' '.join(s.messages)}" for s in kb.signatures]
+    text += [" ".join(e.tags) for e in kb.faq]
+    text += [f"{e.id} {e.name}" for e in kb.engines.values()]
+    return frozenset(_words(" ".join(text)))
+
+
 def search(kb: KnowledgeBase, question: str, limit: int = 3) -> list[FaqHit]:
     """Best FAQ entries for a question, best first; empty when nothing is really about it."""
     question = question.strip()[:500]
     words = set(_words(question))
-    if not words:
+    if not words or not words & _domain(kb):
         return []
     docs = _documents(kb)
     frequency = Counter(word for doc in docs for word in doc.head | doc.body)
@@ -115,7 +125,7 @@ def search(kb: KnowledgeBase, question: str, limit: int = 3) -> list[FaqHit]:
         resemblance = fuzz.token_set_ratio(question, doc.hit.question, processor=utils.default_process) / 100
         score = 0.75 * overlap + 0.25 * resemblance
         if doc.hit.source == "signature":
-            score *= 0.9  # the FAQ proper answers questions; signatures answer failures
+            score *= 0.75  # the FAQ proper answers questions; signatures answer failures
         if score >= MIN_SCORE:
             scored.append((score, doc.hit))
     scored.sort(key=lambda pair: pair[0], reverse=True)
