@@ -264,3 +264,18 @@ def test_mutes_are_listed_and_an_admin_ends_one(env: Env) -> None:
         env.slack.clear()
         env.command(text, user=ADMIN)
         assert expected in _text(_only_response(env)), text
+
+
+def test_resolve_takes_the_resolved_button_off_the_posted_answer(env: Env) -> None:
+    """After /triage resolve N the answer in the channel says who resolved it and offers no
+    Resolved button (a live button on a closed incident misleads)."""
+    env.event(req.message(KV_ERROR))
+    env.settle()
+    [posted] = env.slack.bodies("chat.postMessage")
+    assert "triage_resolve" in json.dumps(posted["blocks"])
+    env.command("resolve 1", user=ADMIN)
+    env.settle()
+    [update] = env.slack.bodies("chat.update")
+    shown = json.dumps(update["blocks"])
+    assert "triage_resolve" not in shown and f"Resolved by <@{ADMIN}>" in shown
+    assert update["ts"] == env.slack.messages[CHANNEL][0]["ts"]

@@ -68,6 +68,7 @@ class Result:
     kind: str
     triaged: Triaged | None = None
     notes: list[str] = field(default_factory=list)
+    resolved: int | None = None  # an incident this command resolved: its posted answer loses the button
 
     @property
     def incident_id(self) -> int | None:
@@ -155,6 +156,10 @@ class Commands:
         if word in self.handlers:
             if word in ADMIN_ONLY and not self.config.is_admin(user):
                 return Result(refusal(word), "refusal")
+            if word == "resolve":  # the listener also takes the Resolved button off the posted answer
+                outcome = subcommands.resolve(self.history, rest.strip(), user)
+                resolved = outcome.number if outcome.kind == "done" else None
+                return Result(self._resolve_message(outcome), word, resolved=resolved)
             return Result(self.handlers[word](rest.strip(), user, channel), word)
         triaged = self.job.run(text, channel=channel, thread_ts=thread_ts, user=user, key=key)
         triaged.notes.extend(notes or [])
@@ -264,7 +269,9 @@ class Commands:
         )
 
     def _resolve(self, args: str, user: str, channel: str | None) -> Message:
-        done = subcommands.resolve(self.history, args, user)
+        return self._resolve_message(subcommands.resolve(self.history, args, user))
+
+    def _resolve_message(self, done: subcommands.Outcome) -> Message:
         raw = done.number
         if done.kind == "usage":
             return text_message(

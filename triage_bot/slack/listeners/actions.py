@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from slack_bolt import App
 from slack_sdk import WebClient
+from slack_sdk.web import SlackResponse
 
 from triage_bot.slack.alerts import ACTION_ACK
 from triage_bot.slack.blocks import (
@@ -290,3 +291,25 @@ def handle_post(deps: Deps, body: dict[str, Any], client: WebClient) -> None:
         return
     # the answer is in the channel now (or queued in the outbox): remove the ephemeral copy
     deps.delivery.respond(body["response_url"], {"delete_original": True})
+
+
+def clear_resolve_button(deps: Deps, incident: int, user: str) -> None:
+    """After `/triage resolve N`, the incident's posted answer shows who resolved it and loses its
+    Resolved button, as a click on the button does (a live button on a closed incident misleads)."""
+    if deps.history is None:
+        return
+    try:
+        ref = deps.history.find_posted(incident_id=incident, kind="answer")
+        if ref is None:
+            return
+        client = deps.delivery.client
+        found = deps.delivery.call("conversations.replies", client, channel=ref.channel, ts=ref.ts, limit=1)
+        messages = (found.get("messages") if isinstance(found, SlackResponse) else None) or []
+        message = next((m for m in messages if m.get("ts") == ref.ts), None)
+        if message is None:
+            return
+        body = {"container": {"channel_id": ref.channel, "message_ts": ref.ts}, "message": message}
+        note = context(f":white_check_mark: Resolved by {_mention(user)} (`/triage resolve`)")
+        _edit(deps, body, client, note, drop=ACTION_RESOLVE)
+    except Exception as exc:  # the incident is resolved; the old button is only cosmetic
+        log.warning("could not update the answer of incident %s after /triage resolve: %s", incident, exc)

@@ -52,3 +52,7 @@ def handle_command(deps: Deps, command: dict[str, Any]) -> None:
         deps, result.message, channel=channel, user=user, kind=result.kind, incident_id=result.incident_id
     )
     deps.delivery.respond(command["response_url"], body)
+    if result.resolved is not None:
+        from triage_bot.slack.listeners.actions import clear_resolve_button
+
+        clear_resolve_button(deps, result.resolved, user)
