@@ -105,14 +105,29 @@ def _domain(kb: KnowledgeBase) -> frozenset[str]:
     return frozenset(_words(" ".join(text)))
 
 
+@dataclass(frozen=True, slots=True)
+class FaqIndex:
+    """What every search reads and no search changes: the documents, how often each word occurs
+    across them, and the serving vocabulary. Built once per knowledge base (`KnowledgeBase.faq_index`)."""
+
+    docs: list[_Doc]
+    frequency: Counter[str]
+    domain: frozenset[str]
+
+    @classmethod
+    def build(cls, kb: KnowledgeBase) -> FaqIndex:
+        docs = _documents(kb)
+        return cls(docs, Counter(word for doc in docs for word in doc.head | doc.body), _domain(kb))
+
+
 def search(kb: KnowledgeBase, question: str, limit: int = 3) -> list[FaqHit]:
     """Best FAQ entries for a question, best first; empty when nothing is really about it."""
     question = question.strip()[:500]
     words = set(_words(question))
-    if not words or not words & _domain(kb):
+    index = kb.faq_index
+    if not words or not words & index.domain:
         return []
-    docs = _documents(kb)
-    frequency = Counter(word for doc in docs for word in doc.head | doc.body)
+    docs, frequency = index.docs, index.frequency
     idf = {w: math.log(1 + len(docs) / (1 + frequency[w])) for w in words}
     total = sum(idf.values()) or 1.0
     scored: list[tuple[float, FaqHit]] = []

@@ -6,13 +6,14 @@ but `collect_problems` returns every error at once so that `triage-bot kb lint` 
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from importlib.resources import files
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from jinja2 import TemplateSyntaxError
 from pydantic import ValidationError
@@ -34,6 +35,9 @@ from triage_bot.kb.schema import (
     TaxonomyFile,
 )
 from triage_bot.templating import check_template
+
+if TYPE_CHECKING:
+    from triage_bot.faq import FaqIndex
 
 # package data, so a wheel install finds it as a checkout does (knowledge/ at the top is a link here)
 DEFAULT_DIR = Path(str(files("triage_bot") / "knowledge"))
@@ -232,6 +236,13 @@ class KnowledgeBase:
 
     def get(self, sig_id: str) -> Signature | None:
         return self.by_id.get(sig_id)
+
+    @functools.cached_property
+    def faq_index(self) -> FaqIndex:
+        """The FAQ search's documents and vocabulary (triage_bot/faq.py), built on the first search."""
+        from triage_bot.faq import FaqIndex
+
+        return FaqIndex.build(self)
 
     @property
     def doc_roots(self) -> dict[str, tuple[str, ...]]:
