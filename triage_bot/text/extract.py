@@ -23,7 +23,14 @@ _NUMBER = re.compile(r"^[+-]?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?$")
 _KEY = r"(?:\b|['\"])(?:{names})['\"]?\s*[:=]\s*"
 _MODEL_WORD = re.compile(r"[/._\d-]")  # a model name or path has one; a word of prose ("just") has none
 
-# name -> regex with one group (`v`, or `v2` for a second spelling); the first occurrence wins
+
+def _flag_or_key(flag: str, names: str, value: str) -> str:
+    """`value` after a command-line flag (`flag` includes its separator) or after a keyword or a
+    dict key (`names`), as one group `v`."""
+    return rf"(?:{flag}|{_KEY.format(names=names)})(?P<v>{value})\b"
+
+
+# name -> regex with one group `v`; the first occurrence in the paste wins
 _GLOBAL_SOURCES: dict[str, str] = {
     # the engines' launch commands that take the model next (`vllm serve X`) come from their
     # knowledge headers (`launch:`): see value_patterns
@@ -31,22 +38,26 @@ _GLOBAL_SOURCES: dict[str, str] = {
         r"(?:--model(?:-path)?[= ]|\bmodel(?:_path)?=['\"]|['\"]model['\"]:\s*['\"]{launch})"
         r"(?P<v>[A-Za-z0-9_./~:-]{2,200})"
     ),
-    "tp_size": r"(?:--tensor-parallel-size|--tp-size|--tp_size|--tp)[= ]\s?(?P<v>\d{1,3})\b|"
-    + _KEY.format(names="tensor_parallel_size|tp_size")
-    + r"(?P<v2>\d{1,3})\b",
-    "pp_size": r"(?:--pipeline-parallel-size|--pp-size|--pp_size|--pp)[= ]\s?(?P<v>\d{1,3})\b|"
-    + _KEY.format(names="pipeline_parallel_size|pp_size")
-    + r"(?P<v2>\d{1,3})\b",
+    "tp_size": _flag_or_key(
+        r"(?:--tensor-parallel-size|--tp-size|--tp_size|--tp)[= ]\s?",
+        "tensor_parallel_size|tp_size",
+        r"\d{1,3}",
+    ),
+    "pp_size": _flag_or_key(
+        r"(?:--pipeline-parallel-size|--pp-size|--pp_size|--pp)[= ]\s?",
+        "pipeline_parallel_size|pp_size",
+        r"\d{1,3}",
+    ),
     "port": r"--port[= ](?P<v>\d{2,5})\b",
-    "cli_gpu_memory_utilization": r"(?:--gpu-memory-utilization[= ]|"
-    + _KEY.format(names="gpu_memory_utilization")
-    + r")(?P<v>0?\.\d+|1(?:\.0+)?)\b",
-    "cli_mem_fraction_static": r"(?:--mem-fraction-static[= ]|"
-    + _KEY.format(names="mem_fraction_static")
-    + r")(?P<v>0?\.\d+|1(?:\.0+)?)\b",
-    "cli_max_model_len": r"(?:--max-model-len[= ]|--context-length[= ]|"
-    + _KEY.format(names="max_model_len|max_seq_len|context_length")
-    + r")(?P<v>\d{2,8})\b",
+    "cli_gpu_memory_utilization": _flag_or_key(
+        r"--gpu-memory-utilization[= ]", "gpu_memory_utilization", r"0?\.\d+|1(?:\.0+)?"
+    ),
+    "cli_mem_fraction_static": _flag_or_key(
+        r"--mem-fraction-static[= ]", "mem_fraction_static", r"0?\.\d+|1(?:\.0+)?"
+    ),
+    "cli_max_model_len": _flag_or_key(
+        r"--max-model-len[= ]|--context-length[= ]", "max_model_len|max_seq_len|context_length", r"\d{2,8}"
+    ),
     "engine_dir": r"--engine[_-]dir[= ](?P<v>[A-Za-z0-9_./~-]{1,300})",
 }
 
@@ -110,7 +121,7 @@ def global_values(text: str, patterns: Mapping[str, Regex] | None = None) -> dic
     for name, pattern in (patterns if patterns is not None else _NO_LAUNCH).items():
         match = pattern.search(text)
         if match:
-            value = match.groupdict().get("v") or match.groupdict().get("v2")
+            value = match.group("v")
             if value and (name != "model" or _MODEL_WORD.search(value)):
                 found[name] = coerce(value)
     return found
