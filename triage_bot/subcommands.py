@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import TYPE_CHECKING, Literal
@@ -131,22 +132,33 @@ def resolve(history: HistoryStore | None, args: str, user: str) -> Outcome:
     which the next "seen before" line shows."""
     if history is None:
         return Outcome("no_history")
-    first, _, note = args.strip().partition(" ")
-    number = parse_number(first)
-    if number is None:
-        return Outcome("usage")
     from triage_bot.history import IncidentNotFound
 
+    first, _, note = args.strip().partition(" ")
+    note = note.strip()
+    return _numbered_change(
+        first, lambda n: history.resolve(n, by=user, note=note or None), IncidentNotFound, "incident", note
+    )
+
+
+def _numbered_change(
+    args: str, change: Callable[[int], bool | None], missing: type[Exception], what: str, detail: str = ""
+) -> Outcome:
+    """A change to the incident or mute numbered in `args`: `change` returns True when made, False
+    when there was nothing to change, None when it waits in the spool; `missing` means no such number."""
+    number = parse_number(args)
+    if number is None:
+        return Outcome("usage")
     try:
-        changed = history.resolve(number, by=user, note=note.strip() or None)
-    except IncidentNotFound:
+        changed = change(number)
+    except missing:
         return Outcome("not_found", number)
     except Exception:
-        log.exception("incident %s could not be resolved", number)
+        log.exception("%s %s could not be changed", what, number)
         return Outcome("unavailable", number)
     if changed is None:
-        return Outcome("queued", number, detail=note.strip())
-    return Outcome("done" if changed else "already", number, detail=note.strip())
+        return Outcome("queued", number, detail=detail)
+    return Outcome("done" if changed else "already", number, detail=detail)
 
 
 def mute_target(kb: KnowledgeBase, args: str) -> MuteTarget | Outcome:
@@ -203,19 +215,7 @@ def mutes(history: HistoryStore | None) -> list[MuteInfo] | Outcome:
 def unmute(history: HistoryStore | None, args: str) -> Outcome:
     if history is None:
         return Outcome("no_history")
-    number = parse_number(args)
-    if number is None:
-        return Outcome("usage")
-    try:
-        ended = history.unmute(number)
-    except ValueError:
-        return Outcome("not_found", number)
-    except Exception:
-        log.exception("mute %s could not be ended", number)
-        return Outcome("unavailable", number)
-    if ended is None:
-        return Outcome("queued", number)
-    return Outcome("done" if ended else "already", number)
+    return _numbered_change(args, history.unmute, ValueError, "mute")
 
 
 def search_signatures(kb: KnowledgeBase, words: str, limit: int = 5) -> list[tuple[Signature, float]]:
