@@ -7,6 +7,7 @@ period) and answers the whole paste, so multi-line tracebacks with blank lines s
 
 from __future__ import annotations
 
+import functools
 import os
 import select
 import sys
@@ -188,6 +189,8 @@ def run_console(
     console = console or Console()
     stream = stream or sys.stdin.buffer
     triager = default_triager()
+    if callable(history):  # opened on the first paste that records, then kept (not once per paste);
+        history = functools.cache(history)  # a failure to open is not kept: the next paste tries again
     if os.isatty(stream.fileno()):
         console.print("[bold]triage-bot console[/bold] — paste an error; /triage help for commands.")
     try:
