@@ -120,7 +120,8 @@ class Commands:
         self.history = history
         self.config = config
         self.integrations = integrations
-        self.handlers: dict[str, Callable[[str, str, str | None], Message]] = {
+        # a handler returns its message, or a Result when it has more to say (the incident resolved)
+        self.handlers: dict[str, Callable[[str, str, str | None], Message | Result]] = {
             "history": self._history,
             "status": self._status,
             "digest": self._digest,
@@ -156,11 +157,8 @@ class Commands:
         if word in self.handlers:
             if word in ADMIN_ONLY and not self.config.is_admin(user):
                 return Result(refusal(word), "refusal")
-            if word == "resolve":  # the listener also takes the Resolved button off the posted answer
-                outcome = subcommands.resolve(self.history, rest.strip(), user)
-                resolved = outcome.number if outcome.kind == "done" else None
-                return Result(self._resolve_message(outcome), word, resolved=resolved)
-            return Result(self.handlers[word](rest.strip(), user, channel), word)
+            out = self.handlers[word](rest.strip(), user, channel)
+            return out if isinstance(out, Result) else Result(out, word)
         triaged = self.job.run(text, channel=channel, thread_ts=thread_ts, user=user, key=key)
         triaged.notes.extend(notes or [])
         if triaged.answer.match is None and _WORD.match(text):
@@ -268,8 +266,11 @@ class Commands:
             f"Signatures matching “{escape(truncate(args, 80))}”", lines, "No signature matches those words."
         )
 
-    def _resolve(self, args: str, user: str, channel: str | None) -> Message:
-        return self._resolve_message(subcommands.resolve(self.history, args, user))
+    def _resolve(self, args: str, user: str, channel: str | None) -> Result:
+        """The listener takes the Resolved button off the posted answer of the incident resolved."""
+        done = subcommands.resolve(self.history, args, user)
+        resolved = done.number if done.kind == "done" else None
+        return Result(self._resolve_message(done), "resolve", resolved=resolved)
 
     def _resolve_message(self, done: subcommands.Outcome) -> Message:
         raw = done.number
