@@ -119,11 +119,9 @@ def handle(triager: Triager, paste: str, console: Console, history: History = No
         text = rest
     outcome = triage_and_record(triager, history, text, CONSOLE_ORIGIN, min_confidence=GUESS_CONFIDENCE)
     print_answer(outcome.answer, console)
-    if outcome.not_recorded:
-        console.print(f"(not recorded in the history: {outcome.not_recorded})", markup=False, style="yellow")
-    elif outcome.recall is not None and not outcome.recall.result.is_new:
-        result = outcome.recall.result
-        console.print(f"seen before: incident #{result.incident_id}, {result.occurrence_count} occurrences")
+    line = outcome.record_line()  # as the CLI says it (a spooled record included)
+    if line:
+        console.print(line, markup=False, highlight=False)
     return True
 
 

@@ -49,6 +49,19 @@ class Outcome:
     def incident_id(self) -> int | None:
         return None if self.recall is None else self.recall.result.incident_id
 
+    def record_line(self) -> str:
+        """What a terminal says of the record, or "" when there is nothing to say (a new incident)."""
+        if self.not_recorded:
+            return f"warning: not recorded in the history ({self.not_recorded})"
+        result = None if self.recall is None else self.recall.result
+        if result is None:
+            return ""
+        if result.spooled:
+            return "note: the database is unreachable; the record waits in the local spool"
+        if result.is_new:
+            return ""
+        return f"seen before: incident #{result.incident_id}, {result.occurrence_count} occurrences"
+
     @property
     def repeats_open_incident(self) -> bool:
         """The paste joined an incident that is still open, as more than its first occurrence."""

@@ -24,15 +24,6 @@ def open_history() -> HistoryStore:
 
 def report(outcome: Outcome) -> None:
     """Best effort: the answer is printed either way, so a history problem is a warning, not a failure."""
-    if outcome.not_recorded:
-        click.echo(f"warning: not recorded in the history ({outcome.not_recorded})", err=True)
-        return
-    if outcome.recall is None:
-        return
-    result = outcome.recall.result
-    if result.spooled:
-        click.echo("note: the database is unreachable; the record waits in the local spool", err=True)
-    elif not result.is_new:
-        click.echo(
-            f"seen before: incident #{result.incident_id}, {result.occurrence_count} occurrences", err=True
-        )
+    line = outcome.record_line()
+    if line:
+        click.echo(line, err=True)
