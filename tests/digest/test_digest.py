@@ -15,7 +15,7 @@ from slack_sdk import WebClient
 
 from triage_bot.cli.main import cli
 from triage_bot.digest import build_digest, digest_blocks, limit_problems, render_png
-from triage_bot.digest.chart import PALETTE
+from triage_bot.digest.chart import OTHER, PALETTE, TRACK, engine_colors
 from triage_bot.digest.message import environment
 from triage_bot.history import HistoryStore, Sighting
 from triage_bot.history.db import make_engine, make_session_factory
@@ -121,7 +121,33 @@ def test_digest_png_opens_and_shows_the_expected_series(seeded) -> None:
     for engine, color in series["colors"].items():
         wanted = tuple(int(color[i : i + 2], 16) for i in (1, 3, 5))
         assert counts.get(wanted, 0) > 200, f"no bars in {engine}'s colour {color}"
-    assert series["colors"]["vllm"] == PALETTE[0]
+    # colours follow the knowledge base's engine order, not this week's ranking
+    assert series["colors"] == {"vllm": PALETTE[0], "sglang": PALETTE[1], "trtllm": PALETTE[2]}
+    assert series["top_signature_engines"]["health.engine_down · trtllm"] == "trtllm"
+
+
+def test_an_engine_keeps_its_colour_whatever_its_rank_this_week() -> None:
+    known = ["vllm", "sglang", "trtllm"]
+    quiet_week = engine_colors(["trtllm"], known)
+    busy_week = engine_colors(["trtllm", "sglang", "vllm"], known)  # trtllm first by incidents
+    assert quiet_week["trtllm"] == busy_week["trtllm"] == PALETTE[2]
+    # engines the knowledge base does not know take free colours in name order, and keep them
+    other = engine_colors(["zeta", "alpha", "vllm"], known)
+    assert other == {"vllm": PALETTE[0], "alpha": PALETTE[3], "zeta": PALETTE[4]}
+    assert engine_colors([f"e{i}" for i in range(len(PALETTE) + 1)])[f"e{len(PALETTE)}"] == OTHER
+
+
+def test_an_engine_at_zero_uptime_still_has_a_row_on_a_zero_based_axis(seeded) -> None:
+    store, _ = seeded
+    for i in range(10):
+        store.record_check("dead", "down", 0.0, checked_at=_at(4, 0) + timedelta(minutes=i))
+    image = Image.open(io.BytesIO(render_png(build_digest(store, end=END, days=7, tz=TZ))))
+    image.load()
+    assert json.loads(image.text["triage-digest"])["uptime_percent"]["dead"] == 0.0
+    counts = {c: n for n, c in image.convert("RGB").getcolors(maxcolors=1 << 20)}
+    track = tuple(int(TRACK[i : i + 2], 16) for i in (1, 3, 5))
+    # the grey 0-100% track is what remains visible of a 0% row (and of the 10% missing at 90%)
+    assert counts.get(track, 0) > 2000
 
 
 def test_digest_blocks_fit_slack_and_post_with_the_chart(seeded) -> None:

@@ -16,7 +16,10 @@ __all__ = ["Digest", "build_digest", "digest_blocks", "digest_text", "limit_prob
 
 
 def render_png(digest: Digest) -> bytes:
-    """The chart (imports matplotlib only when a chart is wanted)."""
+    """The chart (imports matplotlib only when a chart is wanted). Engine colours follow the
+    knowledge base's engine order, so that an engine keeps its colour from week to week."""
     from triage_bot.digest.chart import render_png as render
+    from triage_bot.kb import loader
 
-    return render(digest)
+    engines = loader.load().engines
+    return render(digest, known=sorted(engines, key=lambda e: (engines[e].order, e)))

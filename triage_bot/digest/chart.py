@@ -1,9 +1,19 @@
-"""The digest's chart: one PNG, six panels, drawn with matplotlib's Agg backend (no display needed).
+"""The digest's chart: one PNG, four panels, drawn with matplotlib's Agg backend (no display needed).
 
-Panels: incidents per day by engine (stacked), top signatures, new vs recurring (this week and
-the one before), MTTA/MTTR per signature, trend against the previous week, uptime per engine.
-Engine colours come from a fixed palette so the same engine keeps its colour week to week. The
-plotted numbers are also written into the PNG's text chunk `triage-digest`, so a test (or a
+Panels: incidents per day by engine (stacked), top signatures (each bar in its engine's colour),
+this week against the one before (new, recurring, incidents, occurrences), and uptime per
+monitored engine on a 0-100% axis. Four panels, not six, so that the chart can still be read as a
+Slack thumbnail; the MTTA/MTTR per signature is in the digest's text.
+
+The rules the chart keeps (tests/digest/test_digest.py holds each one):
+- an engine keeps its colour week to week: colours follow the knowledge base's engine order
+  (each engine header's `order`), never this week's incident ranking;
+- the palette is Okabe-Ito's, readable with the common colour-vision deficiencies (no red/green
+  pair);
+- uptime starts at 0%, and every engine has a bar and a label, 0% included (a grey track shows the
+  whole 0-100% range behind each bar).
+
+The plotted numbers are also written into the PNG's text chunk `triage-digest`, so a test (or a
 curious reader) can check what was drawn without reading pixels.
 """
 
@@ -11,6 +21,7 @@ from __future__ import annotations
 
 import io
 import json
+from collections.abc import Sequence
 from typing import Any
 
 import matplotlib
@@ -22,27 +33,38 @@ from matplotlib.ticker import MaxNLocator
 
 from triage_bot.digest.builder import Digest
 
-PALETTE = ("#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#17becf")
-OTHER = "#7f7f7f"
+# Okabe & Ito (2008), "Color Universal Design": distinguishable under protanopia, deuteranopia and
+# tritanopia. Yellow (#F0E442) is left out: it vanishes on white.
+PALETTE = ("#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#000000")
+OTHER = "#999999"
 MAX_ENGINES = len(PALETTE)
-THIS_WEEK, LAST_WEEK = "#1f77b4", "#aec7e8"
+THIS_WEEK, LAST_WEEK = "#0072B2", "#A6CBE3"
+UPTIME, TRACK = "#4D4D4D", "#E6E6E6"  # neutral: an uptime bar is not an engine's colour
+FONT = 11  # a 1200-pixel-wide chart shown as a 360-pixel thumbnail keeps this legible when opened
 
 
-def engine_colors(engines: list[str]) -> dict[str, str]:
-    return {e: PALETTE[i % len(PALETTE)] for i, e in enumerate(engines[:MAX_ENGINES])}
+def engine_colors(engines: Sequence[str], known: Sequence[str] = ()) -> dict[str, str]:
+    """A colour per engine that does not depend on this week's ranking: the engines the knowledge
+    base knows take the palette in its order; any other engine takes a free colour in name order."""
+    slots = {engine: i for i, engine in enumerate(known[:MAX_ENGINES])}
+    free = iter(i for i in range(MAX_ENGINES) if i not in slots.values())
+    colors: dict[str, str] = {}
+    for engine in sorted(engines, key=lambda e: (e not in slots, slots.get(e, 0), e)):
+        slot = slots.get(engine)
+        if slot is None:
+            slot = next(free, None)
+        colors[engine] = OTHER if slot is None else PALETTE[slot]
+    return colors
 
 
-def series(d: Digest) -> dict[str, Any]:
+def series(d: Digest, known: Sequence[str] = ()) -> dict[str, Any]:
     """What the chart plots, panel by panel (also stored in the PNG)."""
-    engines = list(d.per_day)
-    shown = engines[:MAX_ENGINES]
-    per_day = {e: d.per_day[e] for e in shown}
-    if len(engines) > MAX_ENGINES:
-        per_day["other"] = [sum(d.per_day[e][i] for e in engines[MAX_ENGINES:]) for i in range(len(d.days))]
+    colors = engine_colors([*d.per_day, *(g.engine for g in d.top_signatures)], known)
     return {
         "days": [day.isoformat() for day in d.days],
-        "incidents_per_day": per_day,
+        "incidents_per_day": dict(d.per_day),
         "top_signatures": {f"{g.signature_id} · {g.engine}": g.incidents for g in d.top_signatures},
+        "top_signature_engines": {f"{g.signature_id} · {g.engine}": g.engine for g in d.top_signatures},
         "new_vs_recurring": {
             "this": [d.numbers.new, d.numbers.recurring],
             "previous": [d.previous.new, d.previous.recurring],
@@ -55,7 +77,7 @@ def series(d: Digest) -> dict[str, Any]:
         "uptime_percent": {
             u.engine: None if u.ratio is None else round(u.ratio * 100, 3) for u in d.numbers.uptime[:12]
         },
-        "colors": {**engine_colors(engines), **({"other": OTHER} if len(engines) > MAX_ENGINES else {})},
+        "colors": colors,
     }
 
 
@@ -63,113 +85,111 @@ def _min(seconds: float | None) -> float | None:
     return None if seconds is None else round(seconds / 60.0, 2)
 
 
-def render_png(d: Digest, dpi: int = 100) -> bytes:
-    s = series(d)
-    fig = Figure(figsize=(13, 11), dpi=dpi, layout="constrained")
-    axes = fig.subplots(3, 2)
+def render_png(d: Digest, known: Sequence[str] = (), dpi: int = 100) -> bytes:
+    """The chart; `known` is the knowledge base's engines in their order (they fix the colours)."""
+    s = series(d, known)
+    fig = Figure(figsize=(12, 9), dpi=dpi, layout="constrained")
+    axes = fig.subplots(2, 2)
     start = d.days[0].isoformat() if d.days else ""
     end = d.days[-1].isoformat() if d.days else ""
-    fig.suptitle(f"Incidents {start} – {end} ({d.timezone})", fontsize=14)
-
-    ax = axes[0][0]
-    labels = [day.strftime("%a %d") for day in d.days]
-    bottom = [0] * len(labels)
-    for engine, values in s["incidents_per_day"].items():
-        ax.bar(labels, values, bottom=bottom, label=engine, color=s["colors"].get(engine, OTHER))
-        bottom = [b + v for b, v in zip(bottom, values, strict=True)]
-    ax.set_title("Incidents per day by engine")
-    ax.yaxis.set_major_locator(MaxNLocator(integer=True))
-    if s["incidents_per_day"]:
-        ax.set_ylim(0, max(bottom) * 1.3 + 0.5)  # head room for the legend
-        ax.legend(fontsize=8, loc="upper right", ncols=min(3, len(s["incidents_per_day"])))
-    else:
-        _empty(ax)
-
-    ax = axes[0][1]
-    top = s["top_signatures"]
-    if top:
-        names = list(top)[::-1]
-        ax.barh(names, [top[n] for n in names], color=THIS_WEEK)
-        ax.tick_params(axis="y", labelsize=8)
-        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
-    else:
-        _empty(ax)
-    ax.set_title("Top signatures (incidents)")
-
-    ax = axes[1][0]
-    x = [0, 1]
-    ax.bar(
-        [i - 0.2 for i in x],
-        s["new_vs_recurring"]["previous"],
-        width=0.4,
-        label="previous week",
-        color=LAST_WEEK,
-    )
-    ax.bar([i + 0.2 for i in x], s["new_vs_recurring"]["this"], width=0.4, label="this week", color=THIS_WEEK)
-    ax.set_xticks(x, ["new", "recurring"])
-    ax.set_title("New vs recurring incidents")
-    ax.yaxis.set_major_locator(MaxNLocator(integer=True))
-    ax.legend(fontsize=8)
-
-    ax = axes[1][1]
-    times = s["mtta_mttr_minutes"]
-    if times:
-        names = list(times)[::-1]
-        y = list(range(len(names)))
-        ax.barh(
-            [i + 0.2 for i in y], [times[n][0] or 0 for n in names], height=0.4, label="MTTA", color="#ff7f0e"
-        )
-        ax.barh(
-            [i - 0.2 for i in y], [times[n][1] or 0 for n in names], height=0.4, label="MTTR", color="#2ca02c"
-        )
-        ax.set_yticks(y, names, fontsize=8)
-        ax.set_xlabel("minutes")
-        ax.legend(fontsize=8)
-    else:
-        _empty(ax)
-    ax.set_title("MTTA / MTTR per signature")
-
-    ax = axes[2][0]
-    trend = s["trend"]
-    x = list(range(len(trend)))
-    ax.bar(
-        [i - 0.2 for i in x],
-        [v[0] for v in trend.values()],
-        width=0.4,
-        label="previous week",
-        color=LAST_WEEK,
-    )
-    ax.bar(
-        [i + 0.2 for i in x], [v[1] for v in trend.values()], width=0.4, label="this week", color=THIS_WEEK
-    )
-    ax.set_xticks(x, list(trend))
-    ax.set_title("Trend against the previous week")
-    ax.yaxis.set_major_locator(MaxNLocator(integer=True))
-    ax.legend(fontsize=8)
-
-    ax = axes[2][1]
-    uptime = {k: v for k, v in s["uptime_percent"].items() if v is not None}
-    if uptime:
-        names = list(uptime)[::-1]
-        bars = ax.barh(
-            names, [uptime[n] for n in names], color=[s["colors"].get(n, "#2ca02c") for n in names]
-        )
-        ax.bar_label(
-            bars, labels=[f"{uptime[n]:.2f}%" for n in names], label_type="center", color="white", fontsize=8
-        )
-        ax.set_xlim(min(90.0, min(uptime.values()) - 1), 100)
-        ax.set_xlabel("% of checks serving")
-        ax.tick_params(axis="y", labelsize=8)
-    else:
-        _empty(ax)
-    ax.set_title("Uptime per engine (from the checks)")
-
+    fig.suptitle(f"Incidents {start} – {end} ({d.timezone})", fontsize=FONT + 5)
+    _per_day_panel(axes[0][0], d, s)
+    _top_signatures_panel(axes[0][1], s)
+    _week_panel(axes[1][0], s)
+    _uptime_panel(axes[1][1], s)
     buf = io.BytesIO()
     fig.savefig(buf, format="png", metadata={"triage-digest": json.dumps(s, sort_keys=True)})
     return buf.getvalue()
 
 
+def _per_day_panel(ax: Any, d: Digest, s: dict[str, Any]) -> None:
+    labels = [day.strftime("%a %d") for day in d.days]
+    bottom = [0] * len(labels)
+    for engine, values in s["incidents_per_day"].items():
+        ax.bar(labels, values, bottom=bottom, label=engine, color=s["colors"][engine])
+        bottom = [b + v for b, v in zip(bottom, values, strict=True)]
+    ax.set_title("Incidents per day by engine", fontsize=FONT + 2)
+    ax.yaxis.set_major_locator(MaxNLocator(integer=True))
+    ax.tick_params(labelsize=FONT)
+    if s["incidents_per_day"]:
+        ax.set_ylim(0, max(bottom) * 1.35 + 0.5)  # head room for the legend
+        ax.legend(fontsize=FONT, loc="upper right", ncols=min(3, len(s["incidents_per_day"])))
+    else:
+        _empty(ax)
+
+
+def _top_signatures_panel(ax: Any, s: dict[str, Any]) -> None:
+    top = s["top_signatures"]
+    ax.set_title("Top signatures (incidents)", fontsize=FONT + 2)
+    if not top:
+        _empty(ax)
+        return
+    names = list(top)[::-1]
+    bars = ax.barh(
+        names, [top[n] for n in names], color=[s["colors"][s["top_signature_engines"][n]] for n in names]
+    )
+    ax.bar_label(bars, padding=3, fontsize=FONT)
+    ax.tick_params(axis="y", labelsize=FONT - 1)
+    ax.tick_params(axis="x", labelsize=FONT)
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+    ax.set_xlim(0, max(top.values()) * 1.15 + 0.5)
+
+
+def _week_panel(ax: Any, s: dict[str, Any]) -> None:
+    groups = {
+        "new": (s["new_vs_recurring"]["previous"][0], s["new_vs_recurring"]["this"][0]),
+        "recurring": (s["new_vs_recurring"]["previous"][1], s["new_vs_recurring"]["this"][1]),
+        "incidents": tuple(s["trend"]["incidents"]),
+        "occurrences": tuple(s["trend"]["occurrences"]),
+    }
+    x = list(range(len(groups)))
+    before = ax.bar(
+        [i - 0.2 for i in x],
+        [v[0] for v in groups.values()],
+        width=0.4,
+        label="previous week",
+        color=LAST_WEEK,
+    )
+    now = ax.bar(
+        [i + 0.2 for i in x], [v[1] for v in groups.values()], width=0.4, label="this week", color=THIS_WEEK
+    )
+    for bars in (before, now):
+        ax.bar_label(bars, padding=2, fontsize=FONT - 1)
+    ax.set_xticks(x, list(groups), fontsize=FONT)
+    ax.set_title("This week against the one before", fontsize=FONT + 2)
+    ax.yaxis.set_major_locator(MaxNLocator(integer=True))
+    ax.tick_params(axis="y", labelsize=FONT)
+    ax.set_ylim(0, max((max(v) for v in groups.values()), default=0) * 1.3 + 1)
+    ax.legend(fontsize=FONT, loc="upper left")
+
+
+def _uptime_panel(ax: Any, s: dict[str, Any]) -> None:
+    uptime = {k: v for k, v in s["uptime_percent"].items() if v is not None}
+    ax.set_title("Uptime per engine (from the checks)", fontsize=FONT + 2)
+    if not uptime:
+        _empty(ax)
+        return
+    names = list(uptime)[::-1]
+    ax.barh(names, [100.0] * len(names), color=TRACK)  # the whole range, so 0% still shows a row
+    bars = ax.barh(names, [uptime[n] for n in names], color=UPTIME)
+    # the figure beside the bar's end, in dark text, so that a 0% or 3% bar is labelled too
+    ax.bar_label(bars, labels=[f"{uptime[n]:.2f}%" for n in names], padding=4, fontsize=FONT)
+    ax.set_xlim(0, 122)  # room for "100.00%" right of a full bar
+    ax.set_xticks([0, 25, 50, 75, 100], ["0%", "25%", "50%", "75%", "100%"], fontsize=FONT)
+    ax.tick_params(axis="y", labelsize=FONT)
+    ax.set_xlabel("share of checks serving", fontsize=FONT)
+
+
 def _empty(ax: Any) -> None:
-    ax.text(0.5, 0.5, "nothing this week", ha="center", va="center", transform=ax.transAxes, color="#888888")
+    ax.text(
+        0.5,
+        0.5,
+        "nothing this week",
+        ha="center",
+        va="center",
+        transform=ax.transAxes,
+        color="#777777",
+        fontsize=FONT,
+    )
     ax.set_xticks([])
     ax.set_yticks([])
