@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 import sys
 from pathlib import Path
 
@@ -92,13 +93,16 @@ def faq(question: tuple[str, ...], as_json: bool) -> None:
     if not hits:
         click.echo("No FAQ entry matches that question. Try other words, or `triage-bot engines`.")
         return
+    from triage_bot.render.terminal import wrap_words
+
+    width = min(shutil.get_terminal_size().columns, 100)
     best = hits[0]
-    click.echo(click.style(best.question, bold=True))
-    click.echo(best.answer)
+    click.echo(click.style(wrap_words(best.question, width), bold=True))
+    click.echo(wrap_words(best.answer, width))
     for doc in best.docs:
         click.echo(f"  {doc}")
     if len(hits) > 1:
-        click.echo("\nRelated: " + " · ".join(h.question for h in hits[1:]))
+        click.echo("\n" + wrap_words("Related: " + " · ".join(h.question for h in hits[1:]), width))
 
 
 @click.command()
@@ -123,4 +127,5 @@ def engines(as_json: bool) -> None:
             )
         )
         return
-    Console().print(engines_table(kb_))
+    console = Console()
+    console.print(engines_table(kb_, console.width))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import textwrap
 from typing import TYPE_CHECKING
 
 from rich.console import Console, Group, RenderableType
@@ -92,16 +93,51 @@ def print_answer(answer: Answer, console: Console | None = None) -> None:
     (console or Console()).print(answer_renderable(answer))
 
 
-def engines_table(kb: KnowledgeBase) -> Table:
-    """The engine comparison matrix: one column per engine header, in its `order`."""
+def engines_table(kb: KnowledgeBase, width: int = 120) -> RenderableType:
+    """The engine comparison matrix: one column per engine header, in its `order`.
+
+    No flag or identifier is ever cut mid-word (`--mem-fraction-s` / `tatic` misleads anyone who
+    copies it): each column is at least as wide as its longest word, and when the terminal is too
+    narrow for that, the matrix is printed one dimension at a time instead of as a table."""
     ordered = sorted(kb.engines.values(), key=lambda e: (e.order, e.id))
-    table = Table(title=" vs ".join(e.name for e in ordered), show_lines=True)
-    table.add_column("Dimension", style="bold")
-    for engine in ordered:
-        table.add_column(engine.name, overflow="fold")
-    for dim in kb.matrix_dimensions:
-        table.add_row(dim.title, *(e.matrix.get(dim.key, "—") for e in ordered))
+    rows = [(dim.title, [e.matrix.get(dim.key, "—") for e in ordered]) for dim in kb.matrix_dimensions]
+    title = " vs ".join(e.name for e in ordered)
+    first = max(max((_longest_word(t) for t, _ in rows), default=9), min(22, max(len(t) for t, _ in rows)))
+    columns = [max((_longest_word(cells[i]) for _, cells in rows), default=8) for i in range(len(ordered))]
+    # each column has one space of padding either side and one border character
+    if first + sum(columns) + 3 * (len(columns) + 1) + 1 > width:
+        return _stacked(title, [e.name for e in ordered], rows)
+    table = Table(title=title, show_lines=True, width=width)
+    table.add_column("Dimension", style="bold", width=first)
+    # the room left over is shared evenly, on top of each column's longest word
+    extra = (width - first - sum(columns) - 3 * (len(columns) + 1) - 1) // len(columns)
+    for engine, least in zip(ordered, columns, strict=True):
+        table.add_column(engine.name, width=least + extra)
+    for dim_title, cells in rows:
+        table.add_row(dim_title, *cells)
     return table
+
+
+def _longest_word(text: str) -> int:
+    return max((len(word) for word in text.split()), default=0)
+
+
+def _stacked(title: str, names: list[str], rows: list[tuple[str, list[str]]]) -> RenderableType:
+    parts: list[RenderableType] = [Text(title, style="bold")]
+    for dim_title, cells in rows:
+        parts.append(Text(f"\n{dim_title}", style="bold underline"))
+        for name, cell in zip(names, cells, strict=True):
+            parts.append(Text(f"{name}: ", style="bold") + Text(cell))
+    return Group(*parts)
+
+
+def wrap_words(text: str, width: int) -> str:
+    """Plain text wrapped at spaces only: a long flag or URL runs past the edge rather than being
+    split (the FAQ's answers name flags that people copy)."""
+    return "\n".join(
+        textwrap.fill(line, width, break_long_words=False, break_on_hyphens=False) if line else ""
+        for line in text.splitlines()
+    )
 
 
 _BOLD = re.compile(r"(?<![\w*])\*([^*\n]+)\*(?![\w*])")
