@@ -104,3 +104,45 @@ def test_missing_file_is_a_clear_error(tmp_path: Path) -> None:
     bad.write_text("engines: [\n", encoding="utf-8")
     with pytest.raises(ConfigError, match="not valid YAML"):
         load_engines(bad, environ={})
+
+
+def test_an_overnight_window_belongs_to_the_day_it_starts_and_says_when_it_ends() -> None:
+    config = parse_engines(
+        {
+            "engines": [{"name": "a", "kind": "vllm", "base_url": "http://h:1"}],
+            "maintenance": [
+                {
+                    "engines": ["a"],
+                    "weekly": {"days": ["sat"], "from": "23:00", "to": "01:00"},
+                    "reason": "backup",
+                }
+            ],
+        }
+    )
+    sat_night, sun_morning = datetime(2025, 6, 7, 23, 30, tzinfo=UTC), datetime(2025, 6, 8, 0, 30, tzinfo=UTC)
+    sat_morning = datetime(2025, 6, 7, 0, 30, tzinfo=UTC)  # the tail of Friday night, which is not listed
+    assert config.in_maintenance("a", sat_night) and config.in_maintenance("a", sun_morning)
+    assert not config.in_maintenance("a", sat_morning)
+    [window] = config.maintenance
+    assert window.describe(sat_night) == (
+        "a: every sat 23:00–01:00 UTC (backup) · in force now, until 2025-06-08 01:00 UTC"
+    )
+    assert window.describe(sat_morning) == "a: every sat 23:00–01:00 UTC (backup)"
+
+
+def test_a_one_off_window_is_shown_until_it_is_over() -> None:
+    config = parse_engines(
+        {
+            "engines": [{"name": "a", "kind": "vllm", "base_url": "http://h:1"}],
+            "maintenance": [
+                {"engines": ["*"], "start": "2025-06-02T10:00:00Z", "end": "2025-06-02T12:00:00Z"}
+            ],
+        }
+    )
+    [window] = config.maintenance
+    before, during = datetime(2025, 6, 1, 9, tzinfo=UTC), datetime(2025, 6, 2, 11, tzinfo=UTC)
+    assert window.describe(before) == "every engine: 2025-06-02 10:00 – 2025-06-02 12:00 UTC"
+    assert window.describe(
+        during
+    ) is not None and "in force now, until 2025-06-02 12:00 UTC" in window.describe(during)
+    assert window.describe(datetime(2025, 6, 2, 12, tzinfo=UTC)) is None

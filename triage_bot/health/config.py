@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Mapping
-from datetime import UTC, datetime, time, tzinfo
+from datetime import UTC, datetime, time, timedelta, tzinfo
 from pathlib import Path
 from typing import Literal
 from urllib.parse import urlsplit
@@ -171,15 +171,42 @@ class MaintenanceWindow(Strict):
     def covers(self, engine: str, when: datetime) -> bool:
         if "*" not in self.engines and engine not in self.engines:
             return False
+        return self.ends(when) is not None
+
+    def ends(self, when: datetime) -> datetime | None:
+        """When the occurrence in force at `when` ends, or None when none is in force then."""
         if self.start is not None and self.end is not None:
-            return _aware(self.start) <= when < _aware(self.end)
+            return _aware(self.end) if _aware(self.start) <= when < _aware(self.end) else None
         assert self.weekly is not None
-        local = when.astimezone(_zone(self.weekly.timezone))
-        if WEEKDAYS[local.weekday()] not in self.weekly.days:
-            return False
+        w = self.weekly
+        local = when.astimezone(_zone(w.timezone))
         now_t = local.time().replace(tzinfo=None)
-        start, end = self.weekly.start, self.weekly.end
-        return start <= now_t < end if start < end else (now_t >= start or now_t < end)
+        today = WEEKDAYS[local.weekday()] in w.days
+        yesterday = WEEKDAYS[(local.weekday() - 1) % 7] in w.days
+        if w.start < w.end:
+            inside, ends_on = today and w.start <= now_t < w.end, local.date()
+        elif now_t >= w.start:  # an overnight window, evening part: it ends tomorrow
+            inside, ends_on = today, local.date() + timedelta(days=1)
+        else:  # overnight, morning part: it began on a listed day, yesterday
+            inside, ends_on = yesterday and now_t < w.end, local.date()
+        return datetime.combine(ends_on, w.end, tzinfo=local.tzinfo) if inside else None
+
+    def describe(self, when: datetime) -> str | None:
+        """One plain line for status and App Home ("… in force until 04:00 UTC"), or None for a
+        one-off window that is over."""
+        who = "every engine" if "*" in self.engines else ", ".join(self.engines)
+        why = f" ({self.reason})" if self.reason else ""
+        if self.start is not None and self.end is not None:
+            if _aware(self.end) <= when:
+                return None
+            span = f"{_aware(self.start):%Y-%m-%d %H:%M} – {_aware(self.end):%Y-%m-%d %H:%M %Z}"
+        else:
+            assert self.weekly is not None
+            w = self.weekly
+            span = f"every {', '.join(w.days)} {w.start:%H:%M}–{w.end:%H:%M} {w.timezone}"
+        ends = self.ends(when)
+        now = f" · in force now, until {ends:%Y-%m-%d %H:%M %Z}" if ends is not None else ""
+        return f"{who}: {span}{why}{now}"
 
 
 class PollerLimits(Strict):

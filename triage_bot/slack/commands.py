@@ -16,7 +16,7 @@ from triage_bot import faq, subcommands
 from triage_bot.blockkit import MAX_BLOCKS
 from triage_bot.slack.blocks import Message, lines_message, text_message
 from triage_bot.slack.config import SlackConfig
-from triage_bot.slack.integrations import Integrations
+from triage_bot.slack.integrations import Integrations, mute_line
 from triage_bot.slack.text import escape, truncate
 from triage_bot.slack.triage import Triaged, TriageJob
 
@@ -208,7 +208,11 @@ class Commands:
 
     def _status(self, args: str, user: str, channel: str | None) -> Message:
         lines, empty = self.integrations.engines()
-        return lines_message("Engine health", [line.mrkdwn() for line in lines], empty)
+        quiet, _ = self.integrations.quiet_periods()
+        shown = [line.mrkdwn() for line in lines]
+        if quiet:  # what is silenced belongs beside the health it silences
+            shown += ["", "*Mutes and maintenance*", *quiet]
+        return lines_message("Engine health", shown, empty)
 
     def _digest(self, args: str, user: str, channel: str | None) -> Message:
         view, empty = self.integrations.digest()
@@ -328,16 +332,7 @@ class Commands:
         found = subcommands.mutes(self.history)
         if isinstance(found, subcommands.Outcome):
             return self._storage(found, "The mutes cannot be read right now.")
-        lines = []
-        for mute in found:
-            what = (
-                f"`{escape(mute.signature_id)}`"
-                if mute.signature_id
-                else f"engine `{escape(mute.engine or '')}`"
-            )
-            lines.append(
-                f"`#{mute.id}` {what} · until {mute.until:%Y-%m-%d %H:%M} UTC · by {escape(mute.created_by)}"
-            )
+        lines = [mute_line(mute) for mute in found]
         if lines:
             lines.append(f"_End one with `{self.config.command} unmute &lt;number&gt;`._")
         return lines_message("Mutes in force", lines, "None: every failure is answered.")

@@ -23,13 +23,14 @@ import logging
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from triage_bot.slack.text import escape, truncate
 
 if TYPE_CHECKING:
     from triage_bot.history import HistoryStore
+    from triage_bot.history.queries import MuteInfo
 
 log = logging.getLogger(__name__)
 
@@ -46,6 +47,7 @@ NO_ENGINES = (
     "`TRIAGE_ENGINES` at it; see docs/slack-setup.md."
 )
 NO_HEALTH = "Health checks are not available in this build of the bot."
+NO_QUIET = "No mutes and no maintenance windows: every failure is answered and every alert is sent."
 NO_DIGEST = "No digest yet: the first weekly digest is built on its schedule (default Monday 09:00)."
 DIGEST_DAYS = 7
 
@@ -57,6 +59,7 @@ class EngineLine:
     kind: str = ""
     checked_at: datetime | None = None
     detail: str = ""
+    maintenance: str = ""  # the window's reason when the engine is in a maintenance window now
 
     def mrkdwn(self) -> str:
         emoji = STATE_EMOJI.get(self.state, ":white_circle:")
@@ -66,6 +69,8 @@ class EngineLine:
         parts.append(escape(self.state))
         if self.checked_at is not None:
             parts.append(f"checked {self.checked_at:%Y-%m-%d %H:%M UTC}")
+        if self.maintenance:  # planned: its alerts are held back and its checks count as no downtime
+            parts.append(f":wrench: in maintenance ({escape(self.maintenance)})")
         line = " · ".join(parts)
         if self.detail:
             line += f" — {escape(truncate(self.detail, 200))}"
@@ -78,6 +83,16 @@ class DigestView:
 
     text: str
     blocks: list[dict[str, Any]] = field(default_factory=list)
+
+
+def mute_line(mute: MuteInfo) -> str:
+    """`#3` engine `vllm` · until 2025-06-02 14:00 UTC · by U123 (`/triage mutes`, status, App Home)."""
+    what = f"`{escape(mute.signature_id)}`" if mute.signature_id else f"engine `{escape(mute.engine or '')}`"
+    return f"`#{mute.id}` {what} · until {mute.until:%Y-%m-%d %H:%M} UTC · by {escape(mute.created_by)}"
+
+
+def _window_reason(window: Any) -> str:
+    return "" if window is None else (window.reason or "planned")
 
 
 def neutralise(value: Any) -> Any:
@@ -112,8 +127,10 @@ class Integrations:
         *,
         history: HistoryStore | None = None,
         discover: bool = True,
+        clock: Callable[[], datetime] = lambda: datetime.now(UTC),
     ):
         self.history = history
+        self.clock = clock
         self._engine_status = engine_status
         self._last_digest = last_digest
         if discover and engine_status is None:
@@ -132,10 +149,11 @@ class Integrations:
 
         def engines_from_checks() -> list[EngineLine]:
             try:
-                configured = load().engines
+                found = load()
             except Exception as exc:  # no engines.yaml (the usual case) or an invalid one
                 log.info("no engines configured: %s", exc)
                 return []
+            configured, now = found.engines, self.clock()
             checks = self._latest_checks()
             lines = []
             for engine in configured:
@@ -153,6 +171,7 @@ class Integrations:
                         engine.kind,
                         check.checked_at if check else None,
                         detail if check else "not checked yet",
+                        _window_reason(found.in_maintenance(engine.name, now)),
                     )
                 )
             return lines
@@ -197,6 +216,29 @@ class Integrations:
 
     # -- what the surfaces call ------------------------------------------------------------
 
+    def quiet_periods(self) -> tuple[list[str], str]:
+        """(mrkdwn lines, the sentence when there are none): the mutes in force and the maintenance
+        windows in force or to come. A mute swallowed every vLLM alert where nobody could see it."""
+        lines: list[str] = []
+        if self.history is not None:
+            try:
+                lines += [f"Mute {mute_line(m)}" for m in self.history.active_mutes()]
+            except Exception as exc:
+                log.warning("cannot read the mutes: %s", exc)
+                lines.append(f"The mutes could not be read ({type(exc).__name__}).")
+        load = _hook("triage_bot.health.config", "load_engines")
+        if load is not None:
+            try:
+                windows = load().maintenance
+            except Exception:  # no engines.yaml: no windows (engines() says so already)
+                windows = []
+            now = self.clock()
+            for window in windows:
+                said = window.describe(now)
+                if said is not None:
+                    lines.append(f":wrench: Maintenance: {escape(said)}")
+        return lines, NO_QUIET
+
     def engines(self) -> tuple[list[EngineLine], str]:
         """(engine lines, the sentence to show when there are none)."""
         if self._engine_status is None:
@@ -215,6 +257,7 @@ class Integrations:
                 str(getattr(r, "kind", "") or ""),
                 getattr(r, "checked_at", None),
                 str(getattr(r, "detail", "") or ""),
+                str(getattr(r, "maintenance", "") or ""),
             )
             for r in raw
         ]

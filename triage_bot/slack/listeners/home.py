@@ -88,6 +88,8 @@ def home_view(deps: Deps) -> dict[str, Any]:
         section("*Engine health*"),
         *_chunks([line.mrkdwn() for line in engines] or [escape(empty)]),
     ]
+    quiet, none = deps.integrations.quiet_periods()
+    blocks += [section("*Mutes and maintenance*"), *_chunks(quiet or [escape(none)])]
     digest, no_digest = deps.integrations.digest()
     blocks += [{"type": "divider"}, section("*Digest of the week*")]
     if digest is None:
