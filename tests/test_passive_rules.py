@@ -41,7 +41,9 @@ def test_pasted_failures_and_pleas_for_help_are_answered(paste: str, expected: s
     assert result.passive
 
 
-@pytest.mark.parametrize("tag", ["[Feature]:", "[RFC]:", "[Feature Request]", "  [Docs]"])
+@pytest.mark.parametrize(
+    "tag", ["[Feature]:", "[RFC]:", "[Feature Request]", "  [Docs]", "feat:", "Feat(api):"]
+)
 def test_a_request_for_change_quoting_an_error_is_not_answered_unprompted(tag: str) -> None:
     request = (
         f"{tag} say which free memory the cache needs\nToday it only prints:\n{OOM}\nIt should name the flag."

@@ -221,11 +221,12 @@ def looks_like_chat(norm: Normalized, line: Line | None, span: tuple[int, int] |
 # title. Such a message discusses a failure (often quoting its error) to ask for something new; it is
 # not someone stuck on one, so the bot never answers it unprompted (asked, it still answers).
 _CHANGE_REQUEST = re.compile(
-    r"\A\s*\[(feature( request)?|rfc|roadmap|docs?|documentation|discussion|tracking|tracker|proposal)\]",
+    r"\A\s*(\[(feat|feature( request)?|rfc|roadmap|docs?|documentation|discussion|tracking|tracker|proposal)\]"
+    r"|feat(\([^)\n]{0,40}\))?!?:)",  # and a conventional-commit feature title ("feat(api): ...")
     re.I,
 )
 
 
 def is_change_request(norm: Normalized) -> bool:
-    """Does the message open with a tracker's request-for-change tag ("[Feature]: ...", "[RFC]")?"""
+    """Does the message open with a tracker's request-for-change tag ("[Feature]: ...", "[RFC]", "feat:")?"""
     return bool(norm.lines) and bool(_CHANGE_REQUEST.match(norm.lines[0].text))
