@@ -10,7 +10,14 @@ from sqlalchemy import select
 from tests.support.slack_env import ADMIN, ALICE, CHANNEL, KV_ERROR, Env
 from triage_bot.history.models import Feedback
 from triage_bot.slack.blocks import ACTION_ACK, ACTION_DETAILS, ACTION_HELPFUL, ACTION_RESOLVE, ACTION_WRONG
-from triage_bot.slack.modals import ACTION_PICK, BLOCK_PICK, WRONG_MATCH_VIEW
+from triage_bot.slack.modals import (
+    ACTION_NOTE,
+    ACTION_PICK,
+    BLOCK_NOTE,
+    BLOCK_PICK,
+    RESOLVE_VIEW,
+    WRONG_MATCH_VIEW,
+)
 from triage_bot.testing import slack_requests as req
 
 
@@ -27,16 +34,16 @@ def _feedback(env: Env) -> list[tuple[int, str, str, str | None]]:
         return [(f.incident_id, f.user_id, f.kind, f.correct_signature_id) for f in rows]
 
 
-def _click_on(env: Env, post: dict, action_id: str, user: str) -> None:
+def _click_on(env: Env, post: dict, action_id: str, user: str, message_ts: str = "1700000000.000900") -> None:
     value = next(e["value"] for e in post["blocks"][-1]["elements"] if e["action_id"] == action_id)
     env.click(
         action_id,
         value,
         user=user,
-        message_ts="1700000000.000900",
+        message_ts=message_ts,
         message={
             "type": "message",
-            "ts": "1700000000.000900",
+            "ts": message_ts,
             "text": post["text"],
             "blocks": post["blocks"],
         },
@@ -44,19 +51,68 @@ def _click_on(env: Env, post: dict, action_id: str, user: str) -> None:
     env.settle()
 
 
-def test_an_admin_resolves_from_the_button_and_the_answer_is_updated_in_place(env: Env) -> None:
+def _resolve_note(env: Env, note: str | None, user: str = ADMIN) -> None:
+    """Submit the Resolve modal that the button opened, with `note` in its text box."""
+    [opened] = env.slack.bodies("views.open")
+    view = opened["view"]
+    values = {BLOCK_NOTE: {ACTION_NOTE: {"type": "plain_text_input", "value": note}}}
+    sent = env.send.interactive(
+        req.view_submission(RESOLVE_VIEW, values, private_metadata=view["private_metadata"], user=user)
+    )
+    assert sent.status == 200 and sent.body == ""  # closes the modal
+    env.settle()
+
+
+def test_resolved_asks_how_it_was_fixed_then_closes_the_incident_and_updates_the_answer(env: Env) -> None:
     post = _posted_answer(env)
+    posted_ts = env.slack.messages[CHANNEL][0]["ts"]
+    _click_on(env, {**post, "ts": posted_ts}, ACTION_RESOLVE, ADMIN, message_ts=posted_ts)
+    [opened] = env.slack.bodies("views.open")
+    assert (opened["view"]["callback_id"], opened["view"]["title"]["text"]) == (RESOLVE_VIEW, "Resolve #1")
+    assert env.history.get_incident(1).status == "open"  # nothing changes until the modal is sent
+    _resolve_note(env, "lowered --gpu-memory-utilization to 0.85 <!channel> *now*")
+    incident = env.history.get_incident(1)
+    assert incident.status == "resolved" and incident.resolved_by == ADMIN
+    assert incident.resolution == "lowered --gpu-memory-utilization to 0.85 <!channel> *now*"
+    assert _feedback(env) == [(1, ADMIN, "resolved", None)]
+    [update] = env.slack.bodies("chat.update")
+    assert (update["channel"], update["ts"]) == (CHANNEL, posted_ts)
+    assert update["blocks"][:-1] == post["blocks"][:-1]  # the same answer, its buttons gone
+    note = update["blocks"][-1]["elements"][0]["text"]
+    assert note.startswith(f":white_check_mark: Resolved by <@{ADMIN}> on ")
+    # how it was fixed, as inert text: no live mention
+    assert note.endswith("(incident #1): lowered --gpu-memory-utilization to 0.85 &lt;!channel&gt; *now*"), note
+
+
+def test_resolved_without_a_note_still_resolves(env: Env) -> None:
+    post = _posted_answer(env)
+    _click_on(env, post, ACTION_RESOLVE, ADMIN)
+    _resolve_note(env, None)
+    assert env.history.get_incident(1).status == "resolved"
+    assert env.history.get_incident(1).resolution is None
+
+
+def test_when_the_modal_cannot_open_the_click_resolves_at_once(env: Env) -> None:
+    post = _posted_answer(env)
+    env.slack.fail("views.open", status=200, error="expired_trigger_id")
     _click_on(env, post, ACTION_RESOLVE, ADMIN)
     [update] = env.slack.bodies("chat.update")
     assert (update["channel"], update["ts"], update["text"]) == (CHANNEL, "1700000000.000900", post["text"])
     assert (
         update["blocks"][:-1] == post["blocks"][:-1]
     )  # same answer, the buttons replaced by who resolved it
-    note = update["blocks"][-1]
-    assert note["type"] == "context"
-    assert note["elements"][0]["text"].startswith(f":white_check_mark: Resolved by <@{ADMIN}> on ")
+    assert update["blocks"][-1]["elements"][0]["text"].startswith(
+        f":white_check_mark: Resolved by <@{ADMIN}> on "
+    )
     assert env.history.get_incident(1).status == "resolved"
     assert _feedback(env) == [(1, ADMIN, "resolved", None)]
+
+
+def test_a_resolve_submission_from_someone_who_is_not_an_admin_changes_nothing(env: Env) -> None:
+    post = _posted_answer(env)
+    _click_on(env, post, ACTION_RESOLVE, ADMIN)
+    _resolve_note(env, "forged", user=ALICE)
+    assert env.history.get_incident(1).status == "open"
 
 
 def test_acknowledge_records_who_and_when_shows_it_and_fills_the_digests_mtta(env: Env) -> None:

@@ -5,8 +5,8 @@ so for everyone, and the digest's MTTA is built from it. Anyone in the channel m
 
 Every click is recorded in the history as feedback (the digest and the knowledge base's authors
 read it). Resolving changes the incident for everyone, so it is limited to the configured admins;
-anyone else gets a polite note only they can see. Wrong match opens a modal (`views`) to pick the
-right signature.
+anyone else gets a polite note only they can see. Resolved opens a modal that asks how it was fixed
+(the next recurrence shows that note); Wrong match opens one to pick the right signature (`views`).
 """
 
 from __future__ import annotations
@@ -37,7 +37,8 @@ from triage_bot.slack.blocks import (
 from triage_bot.slack.commands import refusal
 from triage_bot.slack.delivery import Failure
 from triage_bot.slack.listeners import durable, once_key, post_answer
-from triage_bot.slack.modals import wrong_match_modal
+from triage_bot.slack.modals import resolve_modal, wrong_match_modal
+from triage_bot.slack.text import escape, truncate
 
 if TYPE_CHECKING:
     from triage_bot.history import HistoryStore
@@ -109,6 +110,8 @@ def _incident(deps: Deps, body: dict[str, Any]) -> tuple[HistoryStore, int] | No
 
 
 def handle_resolve(deps: Deps, body: dict[str, Any], client: WebClient) -> None:
+    """Admins only. Opens a modal that asks how it was fixed; the submission resolves (views.py).
+    When the modal cannot open (no trigger, or Slack refuses it), the click resolves at once."""
     user = _user(body)
     if not deps.config.is_admin(user):
         message = refusal("resolve")
@@ -120,10 +123,35 @@ def handle_resolve(deps: Deps, body: dict[str, Any], client: WebClient) -> None:
     found = _incident(deps, body)
     if found is None:
         return
-    history, incident = found
+    _history, incident = found
+    container = body.get("container") or {}
+    metadata = {
+        "i": incident,
+        "c": container.get("channel_id"),
+        "t": None if container.get("is_ephemeral") else container.get("message_ts"),
+        "u": body.get("response_url"),
+    }
+    trigger = body.get("trigger_id")
+    if trigger:
+        opened = deps.delivery.call(
+            "views.open", client, trigger_id=trigger, view=resolve_modal(incident, json.dumps(metadata))
+        )
+        if not isinstance(opened, Failure):
+            return
+        log.warning("the Resolve modal did not open (%s): resolving without a note", opened.error)
+    resolve_incident(deps, body, client, incident, user, None)
+
+
+def resolve_incident(
+    deps: Deps, body: dict[str, Any], client: WebClient, incident: int, user: str, note: str | None
+) -> None:
+    """Close the incident with its note, then show who resolved it (and how) under its answer."""
+    history = deps.history
+    if history is None:
+        return
 
     def resolve() -> bool | None:
-        changed = history.resolve(incident, by=user)
+        changed = history.resolve(incident, by=user, note=note)
         history.record_feedback(incident, user, "resolved")
         return changed
 
@@ -135,6 +163,7 @@ def handle_resolve(deps: Deps, body: dict[str, Any], client: WebClient) -> None:
         resolve,
         done="resolved",
         note=f":white_check_mark: Resolved by {_mention(user)}",
+        how=f": {escape(truncate(note, 300))}" if note else "",
         drop=None,
         unposted=("Its next repeat opens a new incident.",),
     )
@@ -168,6 +197,7 @@ def _change(
     done: str,
     note: str,
     drop: str | None,
+    how: str = "",
     unposted: tuple[str, ...] = (),
 ) -> None:
     """Apply a change to the incident (`apply` returns False when it was already made), then show who
@@ -183,7 +213,7 @@ def _change(
         _tell(deps, body, f"Incident #{incident} was already {done}.")
         return
     stamp = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
-    if not _edit(deps, body, client, context(f"{note} on {stamp} (incident #{incident})"), drop=drop):
+    if not _edit(deps, body, client, context(f"{note} on {stamp} (incident #{incident}){how}"), drop=drop):
         _tell(deps, body, f"Incident #{incident} {done}.", *unposted)
 
 
@@ -293,6 +323,13 @@ def handle_post(deps: Deps, body: dict[str, Any], client: WebClient) -> None:
     deps.delivery.respond(body["response_url"], {"delete_original": True})
 
 
+def posted_message(deps: Deps, client: WebClient, channel: str, ts: str) -> dict[str, Any] | None:
+    """The message at (channel, ts) as Slack holds it now, or None when it cannot be read."""
+    found = deps.delivery.call("conversations.replies", client, channel=channel, ts=ts, limit=1)
+    messages = (found.get("messages") if isinstance(found, SlackResponse) else None) or []
+    return next((m for m in messages if m.get("ts") == ts), None)
+
+
 def clear_resolve_button(deps: Deps, incident: int, user: str) -> None:
     """After `/triage resolve N`, the incident's posted answer shows who resolved it and loses its
     Resolved button, as a click on the button does (a live button on a closed incident misleads)."""
@@ -303,9 +340,7 @@ def clear_resolve_button(deps: Deps, incident: int, user: str) -> None:
         if ref is None:
             return
         client = deps.delivery.client
-        found = deps.delivery.call("conversations.replies", client, channel=ref.channel, ts=ref.ts, limit=1)
-        messages = (found.get("messages") if isinstance(found, SlackResponse) else None) or []
-        message = next((m for m in messages if m.get("ts") == ref.ts), None)
+        message = posted_message(deps, client, ref.channel, ref.ts)
         if message is None:
             return
         body = {"container": {"channel_id": ref.channel, "message_ts": ref.ts}, "message": message}
