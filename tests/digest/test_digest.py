@@ -121,6 +121,12 @@ def test_digest_png_opens_and_shows_the_expected_series(seeded) -> None:
     for engine, color in series["colors"].items():
         wanted = tuple(int(color[i : i + 2], 16) for i in (1, 3, 5))
         assert counts.get(wanted, 0) > 200, f"no bars in {engine}'s colour {color}"
+    # at most three panels, so that the chart still reads as a Slack thumbnail
+    assert series["panels"] == [
+        "Incidents per day by engine",
+        "Top signatures (incidents)",
+        "Uptime per engine (from the checks)",
+    ]
     # colours follow the knowledge base's engine order, not this week's ranking
     assert series["colors"] == {"vllm": PALETTE[0], "sglang": PALETTE[1], "trtllm": PALETTE[2]}
     assert series["top_signature_engines"]["health.engine_down · trtllm"] == "trtllm"

@@ -81,7 +81,9 @@ def test_resolved_asks_how_it_was_fixed_then_closes_the_incident_and_updates_the
     note = update["blocks"][-1]["elements"][0]["text"]
     assert note.startswith(f":white_check_mark: Resolved by <@{ADMIN}> on ")
     # how it was fixed, as inert text: no live mention
-    assert note.endswith("(incident #1): lowered --gpu-memory-utilization to 0.85 &lt;!channel&gt; *now*"), note
+    assert note.endswith("(incident #1): lowered --gpu-memory-utilization to 0.85 &lt;!channel&gt; *now*"), (
+        note
+    )
 
 
 def test_resolved_without_a_note_still_resolves(env: Env) -> None:
