@@ -111,6 +111,40 @@ def test_single_triage_is_recorded_and_listed(tmp_path: Path, monkeypatch) -> No
     assert incidents[0]["occurrence_count"] == 2
 
 
+def test_feedback_exports_wrong_match_reports_with_the_paste(tmp_path: Path, monkeypatch) -> None:
+    """`feedback --json` gives the knowledge base's authors each wrong-match report: what the bot
+    said, what the person chose, and the paste as the history keeps it (masked)."""
+    from triage_bot.history import open_store
+
+    url = f"sqlite:///{tmp_path / 'h.sqlite3'}"
+    monkeypatch.setenv("DATABASE_URL", url)
+    monkeypatch.setenv("TRIAGE_SPOOL_PATH", str(tmp_path / "spool.jsonl"))
+    monkeypatch.chdir(tmp_path)
+    runner = CliRunner()
+    secret = "hf_" + "a1B2c3D4e5F6g7H8i9J0kLmNoPqRsTuVwX"
+    assert runner.invoke(cli, ["triage", "-", "--json"], input=f"HF_TOKEN={secret}\n{OOM}").exit_code == 0
+    assert runner.invoke(cli, ["feedback"]).output.startswith("no feedback in the last 30 days")
+    open_store(url).record_feedback(
+        1, "U0ALICE", "wrong_match", correct_signature_id="vllm.kv_cache_no_memory"
+    )
+    listed = runner.invoke(cli, ["feedback", "--json"])
+    assert listed.exit_code == 0, listed.output
+    [report] = json.loads(listed.output)
+    assert (report["incident_id"], report["signature_id"], report["correct_signature_id"]) == (
+        1,
+        "generic.cuda_oom",
+        "vllm.kv_cache_no_memory",
+    )
+    assert "CUDA out of memory" in report["excerpt"] and secret not in report["excerpt"]
+    text = runner.invoke(cli, ["feedback"]).output
+    assert "wrong_match generic.cuda_oom -> vllm.kv_cache_no_memory  by U0ALICE" in text
+    # --url names the database instead of DATABASE_URL (it raised TypeError: Settings is not a dataclass)
+    monkeypatch.setenv("DATABASE_URL", f"sqlite:///{tmp_path / 'other.sqlite3'}")
+    named = runner.invoke(cli, ["history", "--json", "--url", url])
+    assert named.exit_code == 0, named.output
+    assert [i["signature_id"] for i in json.loads(named.output)] == ["generic.cuda_oom"]
+
+
 def test_faq_finds_the_entry_that_is_about_the_question() -> None:
     from triage_bot.core import default_triager
     from triage_bot.faq import search

@@ -156,6 +156,28 @@ def test_an_engine_at_zero_uptime_still_has_a_row_on_a_zero_based_axis(seeded) -
     assert counts.get(track, 0) > 2000
 
 
+def test_the_digest_lists_the_answers_reported_wrong_and_what_people_chose(seeded) -> None:
+    store, _ = seeded
+    kv = next(i.id for i in store.history(signature_id="vllm.kv_cache_no_memory"))
+    for user, right in (("U1", "vllm.max_model_len_exceeds_kv_cache"), ("U2", None)):
+        store.record_feedback(kv, user, "wrong_match", correct_signature_id=right, at=_at(5, 10))
+    d = build_digest(store, end=END, days=7, tz=TZ)
+    assert d.to_json()["wrong_matches"] == [
+        {
+            "signature_id": "vllm.kv_cache_no_memory",
+            "reports": 2,
+            "chosen": {"none": 1, "vllm.max_model_len_exceeds_kv_cache": 1},
+        }
+    ]
+    text = json.dumps(digest_blocks(d))
+    assert (
+        "`vllm.kv_cache_no_memory`: 2 reports; people chose none of the known failures (1), "
+        "`vllm.max_model_len_exceeds_kv_cache` (1)"
+    ) in text
+    before = build_digest(store, end=END - timedelta(days=7), days=7, tz=TZ)
+    assert "no answer was reported wrong this week" in json.dumps(digest_blocks(before))
+
+
 def test_digest_blocks_fit_slack_and_post_with_the_chart(seeded) -> None:
     store, _ = seeded
     d = build_digest(store, end=END, days=7, tz=TZ)

@@ -125,3 +125,31 @@ def test_prune_works_in_batches(store: HistoryStore, engine: Engine, now: dateti
 
     result = retention.prune(lambda fn: store._run(lambda s, _: fn(s), {}), 10, now=now, batch=4)
     assert result.engine_checks == 25
+
+
+def test_wrong_match_reports_by_signature_with_what_people_chose(
+    store: HistoryStore, populated: dict[str, int], now: datetime
+) -> None:
+    kv, oom = populated["kv2"], populated["oom"]
+    store.record_feedback(kv, "U1", "wrong_match", correct_signature_id="vllm.max_model_len_exceeds_kv_cache")
+    store.record_feedback(kv, "U2", "wrong_match", correct_signature_id=None)  # none of the known ones
+    store.record_feedback(kv, "U3", "wrong_match", correct_signature_id="vllm.max_model_len_exceeds_kv_cache")
+    store.record_feedback(oom, "U1", "wrong_match", correct_signature_id="sglang.prefill_out_of_memory")
+    store.record_feedback(oom, "U2", "helpful")
+    found = store.wrong_matches(now - timedelta(days=7), now + timedelta(minutes=1))
+    assert [(w.signature_id, w.reports, w.chosen) for w in found] == [
+        ("vllm.kv_cache_no_memory", 3, {"vllm.max_model_len_exceeds_kv_cache": 2, "none": 1}),
+        ("generic.cuda_oom", 1, {"sglang.prefill_out_of_memory": 1}),
+    ]
+    assert store.wrong_matches(now + timedelta(minutes=1), now + timedelta(days=1)) == []
+
+    records = store.feedback_records(now - timedelta(days=1))
+    assert [(r.incident_id, r.signature_id, r.correct_signature_id, r.user_id) for r in records] == [
+        (kv, "vllm.kv_cache_no_memory", "vllm.max_model_len_exceeds_kv_cache", "U1"),
+        (kv, "vllm.kv_cache_no_memory", None, "U2"),
+        (kv, "vllm.kv_cache_no_memory", "vllm.max_model_len_exceeds_kv_cache", "U3"),
+        (oom, "generic.cuda_oom", "sglang.prefill_out_of_memory", "U1"),
+    ]
+    assert records[0].engine == "vllm" and records[0].kind == "wrong_match"
+    every = store.feedback_records(now - timedelta(days=1), ("wrong_match", "helpful"))
+    assert [r.kind for r in every].count("helpful") == 1

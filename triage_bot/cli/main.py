@@ -20,6 +20,7 @@ COMMANDS: dict[str, str] = {
     "serve": "triage_bot.cli.serve_commands:serve",
     "db": "triage_bot.cli.db_commands:db",
     "history": "triage_bot.cli.history_commands:history",
+    "feedback": "triage_bot.cli.history_commands:feedback",
     "check": "triage_bot.cli.health_commands:check",
     "digest": "triage_bot.cli.digest_commands:digest",
     "info": "triage_bot.cli.info_commands:info",

@@ -17,6 +17,7 @@ from zoneinfo import ZoneInfo
 from sqlalchemy import or_, select
 
 from triage_bot.history import DigestNumbers, GroupCount, HistoryStore
+from triage_bot.history.figures import WrongMatch
 from triage_bot.history.models import Incident
 
 
@@ -39,6 +40,7 @@ class Digest:
     previous: DigestNumbers
     per_day: dict[str, list[int]]  # engine -> incidents opened on each of `days`
     times: list[SignatureTimes] = field(default_factory=list)
+    wrong: list[WrongMatch] = field(default_factory=list)  # signatures reported as wrong answers
 
     @property
     def top_signatures(self) -> list[GroupCount]:
@@ -61,6 +63,7 @@ class Digest:
             "incidents_per_day": self.per_day,
             "top_signatures": [g.to_json() for g in self.top_signatures],
             "times_by_signature": [t.__dict__ for t in self.times],
+            "wrong_matches": [w.to_json() for w in self.wrong],
             "trend": {
                 "incidents": self.trend(self.numbers.incidents, self.previous.incidents),
                 "occurrences": self.trend(self.numbers.occurrences, self.previous.occurrences),
@@ -144,4 +147,5 @@ def build_digest(
     with store.session_factory() as session:
         per_day = _per_day(session, start, stop, day_list, zone)
         times = _times(session, start, stop)
-    return Digest(start, stop, tz, day_list, numbers, previous, per_day, times)
+    wrong = store.wrong_matches(start, stop)
+    return Digest(start, stop, tz, day_list, numbers, previous, per_day, times, wrong)

@@ -86,6 +86,14 @@ def context(d: Digest) -> dict[str, Any]:
             }
             for t in d.times[:LIST_MAX]
         ],
+        "wrong": [
+            {
+                "signature_id": w.signature_id,
+                "reports": w.reports,
+                "chosen": [{"id": k, "n": v} for k, v in list(w.chosen.items())[:3]],
+            }
+            for w in d.wrong[:LIST_MAX]
+        ],
         "uptime": [
             {
                 "engine": u.engine,

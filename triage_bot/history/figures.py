@@ -15,7 +15,7 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from triage_bot.history import sanitize as clean
-from triage_bot.history.models import EngineCheck, Incident, Occurrence
+from triage_bot.history.models import EngineCheck, Feedback, Incident, Occurrence
 from triage_bot.history.queries import _Json
 
 
@@ -175,3 +175,74 @@ def uptime(session: Session, start: datetime, end: datetime) -> list[Uptime]:
             )
         )
     return result
+
+
+NONE_OF_THEM = "none"  # what a wrong-match report holds when no known signature was right
+
+
+@dataclass(frozen=True, slots=True)
+class WrongMatch(_Json):
+    """One signature people reported as a wrong answer in a period, and what they chose instead."""
+
+    signature_id: str
+    reports: int
+    chosen: dict[str, int]  # the right signature id (or "none") -> how many chose it
+
+
+def wrong_matches(session: Session, start: datetime, end: datetime) -> list[WrongMatch]:
+    """Wrong-match reports given in [start, end), by the signature the bot had answered with.
+
+    The digest shows them so that a signature that keeps being wrong is seen by the people who
+    write the knowledge base; each report counts once per person and incident (a second vote
+    replaces the first)."""
+    start, end = clean.period(start, end)
+    chosen: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
+    for said, right in session.execute(
+        select(Incident.signature_id, Feedback.correct_signature_id)
+        .join(Incident, Incident.id == Feedback.incident_id)
+        .where(Feedback.kind == "wrong_match", Feedback.updated_at >= start, Feedback.updated_at < end)
+    ):
+        chosen[said][right or NONE_OF_THEM] += 1
+    found = [
+        WrongMatch(said, sum(picks.values()), dict(sorted(picks.items(), key=lambda kv: (-kv[1], kv[0]))))
+        for said, picks in chosen.items()
+    ]
+    return sorted(found, key=lambda w: (-w.reports, w.signature_id))
+
+
+@dataclass(frozen=True, slots=True)
+class FeedbackRecord(_Json):
+    """One piece of feedback with what it was about: material for the knowledge base's authors."""
+
+    incident_id: int
+    kind: str
+    signature_id: str  # what the bot answered
+    correct_signature_id: str | None  # for wrong_match: what the person chose (None: none of them)
+    engine: str
+    user_id: str
+    at: datetime
+    excerpt: str  # the incident's first paste, as the history keeps it (masked and capped)
+
+
+def feedback_records(session: Session, since: datetime, kinds: tuple[str, ...]) -> list[FeedbackRecord]:
+    """The feedback given since `since`, oldest first, with each incident's first excerpt."""
+    since = clean.as_utc(since, "since")
+    first = (
+        select(Occurrence.incident_id, func.min(Occurrence.id).label("first_id"))
+        .group_by(Occurrence.incident_id)
+        .subquery()
+    )
+    rows = session.execute(
+        select(Feedback, Incident.signature_id, Incident.engine, Occurrence.excerpt)
+        .join(Incident, Incident.id == Feedback.incident_id)
+        .outerjoin(first, first.c.incident_id == Incident.id)
+        .outerjoin(Occurrence, Occurrence.id == first.c.first_id)
+        .where(Feedback.updated_at >= since, Feedback.kind.in_(kinds))
+        .order_by(Feedback.updated_at, Feedback.id)
+    )
+    return [
+        FeedbackRecord(
+            f.incident_id, f.kind, sig, f.correct_signature_id, engine, f.user_id, f.updated_at, excerpt or ""
+        )
+        for f, sig, engine, excerpt in rows
+    ]

@@ -7,7 +7,7 @@ records that waited; while the database is away they raise `StorageUnavailable`.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, TypeVar
 
@@ -16,7 +16,7 @@ from sqlalchemy.orm import Session
 from triage_bot.history import figures, operations, queries, retention
 from triage_bot.history import sanitize as clean
 from triage_bot.history.db import READ_ONLY, make_engine, make_session_factory
-from triage_bot.history.figures import DigestNumbers, Uptime
+from triage_bot.history.figures import DigestNumbers, FeedbackRecord, Uptime, WrongMatch
 from triage_bot.history.queries import IncidentSummary, MuteInfo, PostedRef, SeenBefore
 from triage_bot.history.recorder import Recorder
 from triage_bot.history.records import SPOOLED_RECORD, RecordResult, Sighting
@@ -149,6 +149,14 @@ class HistoryStore(Recorder):
     def uptime(self, start: datetime, end: datetime) -> list[Uptime]:
         return self._read(lambda s: figures.uptime(s, start, end))
 
+    def wrong_matches(self, start: datetime, end: datetime) -> list[WrongMatch]:
+        return self._read(lambda s: figures.wrong_matches(s, start, end))
+
+    def feedback_records(
+        self, since: datetime, kinds: tuple[str, ...] = ("wrong_match",)
+    ) -> list[FeedbackRecord]:
+        return self._read(lambda s: figures.feedback_records(s, since, kinds))
+
     # -- retention -----------------------------------------------------------------------------
 
     def prune(self, days: float | None = None, *, event_days: float = 7) -> PruneResult:
@@ -177,5 +185,5 @@ def open_store(url: str | None = None, **kwargs: Any) -> HistoryStore:
     """The store the bot uses: settings from the environment, optionally another URL."""
     settings = Settings.from_env()
     if url is not None:
-        settings = replace(settings, database_url=url)
+        settings = settings.model_copy(update={"database_url": url})  # pydantic, not a dataclass
     return HistoryStore.from_settings(settings, **kwargs)
