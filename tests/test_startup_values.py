@@ -54,6 +54,29 @@ SGLANG_ARGS = (
             {"model": "Qwen/Qwen2.5-7B", "tp_size": 2, "cli_max_model_len": 4096},
         ),
         ("I tried vllm serve just like the docs say", {}),  # prose, not a model
+        # TensorRT-LLM: trtllm-serve command lines and the LLM API's start-up line, as pasted in real
+        # reports (NVIDIA/TensorRT-LLM threads in tests/holdout)
+        (
+            "trtllm-serve nvidia/DeepSeek-R1-0528-FP4 --max_batch_size 128 --max_num_tokens 163840 "
+            "--max_seq_len 163840 --kv_cache_free_gpu_memory_fraction 0.6 --port 8000 --backend pytorch "
+            "--tp_size 8 --pp_size 1 --ep_size 8",
+            {
+                "model": "nvidia/DeepSeek-R1-0528-FP4",
+                "tp_size": 8,
+                "pp_size": 1,
+                "port": 8000,
+                "cli_max_model_len": 163840,
+            },
+        ),
+        ("trtllm-serve serve     --tp_size 8 --ep_size 8     --backend pytorch", {"tp_size": 8}),  # no model
+        (
+            "trtllm-serve nvidia/Kimi-K2.6-NVFP4 --tp_size=4 --backend=pytorch",
+            {"model": "nvidia/Kimi-K2.6-NVFP4", "tp_size": 4},
+        ),
+        (
+            "[TRT-LLM] [I] max_seq_len=128, max_num_requests=96, max_num_tokens=96, max_batch_size=96",
+            {"cli_max_model_len": 128},
+        ),
     ],
 )
 def test_start_up_dumps_give_the_launch_values(text: str, expected: dict[str, object]) -> None:

@@ -36,7 +36,7 @@ _GLOBAL_SOURCES: dict[str, str] = {
     # knowledge headers (`launch:`): see value_patterns
     "model": (
         r"(?:--model(?:-path)?[= ]|\bmodel(?:_path)?=['\"]|['\"]model['\"]:\s*['\"]{launch})"
-        r"(?P<v>[A-Za-z0-9_./~:-]{2,200})"
+        r"(?P<v>[A-Za-z0-9_./~:][A-Za-z0-9_./~:-]{1,199})"  # never a flag: `trtllm-serve serve --tp_size 8`
     ),
     "tp_size": _flag_or_key(
         r"(?:--tensor-parallel-size|--tp-size|--tp_size|--tp)[= ]\s?",
@@ -56,7 +56,9 @@ _GLOBAL_SOURCES: dict[str, str] = {
         r"--mem-fraction-static[= ]", "mem_fraction_static", r"0?\.\d+|1(?:\.0+)?"
     ),
     "cli_max_model_len": _flag_or_key(
-        r"--max-model-len[= ]|--context-length[= ]", "max_model_len|max_seq_len|context_length", r"\d{2,8}"
+        r"--max-model-len[= ]|--context-length[= ]|--max_seq_len[= ]",
+        "max_model_len|max_seq_len|context_length",
+        r"\d{2,8}",
     ),
     "engine_dir": r"--engine[_-]dir[= ](?P<v>[A-Za-z0-9_./~-]{1,300})",
 }
