@@ -97,7 +97,7 @@ def test_help_and_unknown_subcommands_get_help(env: Env, text: str) -> None:
         "status",
         "digest",
         "faq &lt;question&gt;",
-        "engines",
+        "engines [what you have and need]",
         "search &lt;words&gt;",
         "resolve &lt;incident&gt; [how it was fixed]",
         "mute &lt;signature|engine&gt; &lt;duration&gt;",
@@ -279,3 +279,19 @@ def test_resolve_takes_the_resolved_button_off_the_posted_answer(env: Env) -> No
     shown = json.dumps(update["blocks"])
     assert "triage_resolve" not in shown and f"Resolved by <@{ADMIN}>" in shown
     assert update["ts"] == env.slack.messages[CHANNEL][0]["ts"]
+
+
+def test_slash_engines_recommends_in_slack(slack, history) -> None:
+    from triage_bot.core import default_triager
+
+    env = start_env(slack, default_triager(), history)  # the bundled knowledge, which has the guide
+    try:
+        env.command("engines MI300X multi-turn agents <!channel>")
+        env.settle()
+        [response] = env.responses()
+        shown = json.dumps(response["blocks"])
+        assert "Choose SGLang" in shown and "RadixAttention" in shown
+        assert "TensorRT-LLM does not run on AMD GPUs (ROCm)" in shown
+        assert "<!channel>" not in shown
+    finally:
+        stop_env(env)

@@ -106,26 +106,38 @@ def faq(question: tuple[str, ...], as_json: bool) -> None:
 
 
 @click.command()
+@click.argument("question", nargs=-1)
 @click.option("--json", "as_json", is_flag=True)
-def engines(as_json: bool) -> None:
-    """Show the engine comparison matrix."""
+def engines(question: tuple[str, ...], as_json: bool) -> None:
+    """Compare the engines, or say which to choose: `engines H100 70B lowest latency json`."""
     from rich.console import Console
 
     from triage_bot.core import default_triager
-    from triage_bot.render.terminal import engines_table
+    from triage_bot.engine_guide import describe, recommend
+    from triage_bot.render.terminal import engines_table, wrap_words
 
     kb_ = default_triager().kb
-    dims = kb_.matrix_dimensions or []
+    asked = " ".join(question).strip()
+    rec = recommend(kb_, asked) if asked else None
     if as_json:
-        click.echo(
-            json.dumps(
-                {
-                    "dimensions": [d.model_dump() for d in dims],
-                    "engines": {e.id: {"name": e.name, "matrix": e.matrix} for e in kb_.engines.values()},
-                },
-                indent=2,
-            )
-        )
+        dims = kb_.matrix_dimensions or []
+        payload: dict[str, object] = {
+            "dimensions": [d.model_dump() for d in dims],
+            "engines": {e.id: {"name": e.name, "matrix": e.matrix} for e in kb_.engines.values()},
+        }
+        if asked:
+            payload["recommendation"] = None if rec is None else rec.to_dict()
+        click.echo(json.dumps(payload, indent=2))
         return
     console = Console()
+    if rec is not None:
+        width = min(shutil.get_terminal_size().columns, 100)
+        for line in describe(rec):
+            click.echo(wrap_words(line, width))
+        return
+    if asked:
+        click.echo(
+            "I could not tell what you need from that. Name the hardware, the model's size, the goal "
+            "(throughput or latency) or the features, e.g. `triage-bot engines H100 70B lowest latency json`.\n"
+        )
     console.print(engines_table(kb_, console.width))

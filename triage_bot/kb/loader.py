@@ -29,6 +29,7 @@ from triage_bot.kb.schema import (
     EngineInfo,
     FaqEntry,
     FaqFile,
+    GuideNeed,
     KnowledgeFile,
     MatrixDimension,
     Signature,
@@ -209,6 +210,7 @@ class KnowledgeBase:
     taxonomy: list[str]
     source: dict[str, tuple[str, int]]  # signature id -> (file, line)
     directory: Path
+    guide_needs: list[GuideNeed] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         self.by_id: dict[str, Signature] = {s.id: s for s in self.signatures}
@@ -330,6 +332,7 @@ def collect_problems(
 
     faq: list[FaqEntry] = []
     dimensions: list[MatrixDimension] = []
+    guide_needs: list[GuideNeed] = []
     faq_path = directory / "faq.yaml"
     if faq_path.exists():
         loaded = _load_file(faq_path, FaqFile)
@@ -337,6 +340,7 @@ def collect_problems(
         if isinstance(loaded.model, FaqFile):
             faq = list(loaded.model.faq)
             dimensions = list(loaded.model.matrix_dimensions)
+            guide_needs = list(loaded.model.guide_needs)
             seen: set[str] = set()
             for entry in faq:
                 if entry.id in seen:
@@ -373,10 +377,32 @@ def collect_problems(
                     )
                 )
 
+    problems.extend(_guide_problems(engines, guide_needs))
     if any(p.level == "error" for p in problems):
         return None, problems
-    kb = KnowledgeBase(signatures, engines, faq, dimensions, taxonomy, source, directory)
+    kb = KnowledgeBase(signatures, engines, faq, dimensions, taxonomy, source, directory, guide_needs)
     return kb, problems
+
+
+def _guide_problems(engines: dict[str, EngineInfo], needs: list[GuideNeed]) -> list[Problem]:
+    """Each engine's guide names only hardware and needs that faq.yaml's guide_needs define."""
+    kinds = {n.key: n.kind for n in needs}
+    problems = []
+    for info in engines.values():
+        if info.guide is None:
+            continue
+        named = [
+            (k, "hardware") for k in (*info.guide.hardware, *(w for c in info.guide.caveats for w in c.when))
+        ]
+        named += [(k, "need") for k in (*info.guide.best_at, *info.guide.also)]
+        for key, kind in named:
+            if kinds.get(key) != kind:
+                problems.append(
+                    Problem(
+                        f"{info.id}.yaml", 1, f"engine guide: {key!r} is not a {kind} in faq.yaml guide_needs"
+                    )
+                )
+    return problems
 
 
 def _taxonomy_line(path: Path, sig_id: str, index: int) -> int:

@@ -186,6 +186,25 @@ class Signature(Strict):
         return self.recovery["default"]
 
 
+class GuideCaveat(Strict):
+    """Something to know before choosing an engine, said when the question names one of `when`
+    (hardware keys), or always when `when` is empty."""
+
+    text: str
+    when: list[str] = Field(default_factory=list)
+
+
+class EngineGuide(Strict):
+    """What the engine decision guide knows of one engine (triage_bot/engine_guide.py): the hardware
+    it runs on, what it is best at and what it also does well (keys of `guide_needs` in faq.yaml,
+    each with the sentence that says why), and what to know before choosing it."""
+
+    hardware: list[str] = Field(min_length=1)
+    best_at: dict[str, str] = Field(default_factory=dict)
+    also: dict[str, str] = Field(default_factory=dict)
+    caveats: list[GuideCaveat] = Field(default_factory=list)
+
+
 class EngineInfo(Strict):
     """An engine's identity, the clues that reveal it in a paste, and its column of the matrix.
 
@@ -202,6 +221,7 @@ class EngineInfo(Strict):
     matrix: dict[str, str] = Field(default_factory=dict)
     # the engine's source tree by area: path prefix -> family id, AREA_CORE or AREA_MODEL
     areas: dict[str, str] = Field(default_factory=dict)
+    guide: EngineGuide | None = None
 
     @field_validator("areas")
     @classmethod
@@ -248,10 +268,31 @@ class MatrixDimension(Strict):
     title: str
 
 
+class GuideNeed(Strict):
+    """A word a question about choosing an engine may hold: hardware (an engine that does not run
+    there is ruled out) or a need (an engine best at it is preferred)."""
+
+    key: str = Field(pattern=r"^[a-z][a-z0-9_]*$")
+    kind: Literal["hardware", "need"]
+    title: str
+    pattern: str  # Python re, searched case-insensitively in the question
+
+    @field_validator("pattern")
+    @classmethod
+    def _compiles(cls, value: str) -> str:
+        try:
+            re.compile(value)
+        except re.error as exc:
+            raise ValueError(f"pattern does not compile: {exc}") from None
+        return value
+
+
 class FaqFile(Strict):
-    """knowledge/faq.yaml: the FAQ and the dimensions of the engine comparison matrix."""
+    """knowledge/faq.yaml: the FAQ, the dimensions of the engine comparison matrix and the words of
+    the engine decision guide."""
 
     matrix_dimensions: list[MatrixDimension] = Field(default_factory=list)
+    guide_needs: list[GuideNeed] = Field(default_factory=list)
     faq: list[FaqEntry] = Field(min_length=1)
 
 

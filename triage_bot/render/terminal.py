@@ -133,11 +133,20 @@ def _stacked(title: str, names: list[str], rows: list[tuple[str, list[str]]]) ->
 
 def wrap_words(text: str, width: int) -> str:
     """Plain text wrapped at spaces only: a long flag or URL runs past the edge rather than being
-    split (the FAQ's answers name flags that people copy)."""
-    return "\n".join(
-        textwrap.fill(line, width, break_long_words=False, break_on_hyphens=False) if line else ""
-        for line in text.splitlines()
-    )
+    split (the FAQ's answers name flags that people copy). A line's indent and bullet ("  - ")
+    carry over to its continuation lines."""
+    out = []
+    for line in text.splitlines():
+        lead = re.match(r"\s*(?:[-•*] )?", line)
+        indent = " " * (lead.end() if lead else 0)
+        out.append(
+            textwrap.fill(
+                line, width, subsequent_indent=indent, break_long_words=False, break_on_hyphens=False
+            )
+            if line
+            else ""
+        )
+    return "\n".join(out)
 
 
 _BOLD = re.compile(r"(?<![\w*])\*([^*\n]+)\*(?![\w*])")

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from triage_bot import faq, subcommands
+from triage_bot import engine_guide, faq, subcommands
 from triage_bot.blockkit import MAX_BLOCKS
 from triage_bot.slack.blocks import Message, lines_message, text_message
 from triage_bot.slack.config import SlackConfig
@@ -31,7 +31,10 @@ HELP_LINES = [
     ("`/triage status`", "the engines' last health check"),
     ("`/triage digest`", "the last weekly digest"),
     ("`/triage faq <question>`", "an answer from the FAQ"),
-    ("`/triage engines`", "vLLM, SGLang and TensorRT-LLM compared"),
+    (
+        "`/triage engines [what you have and need]`",
+        "which engine to choose (e.g. `engines MI300X agents json`), or the comparison",
+    ),
     ("`/triage search <words>`", "find signatures by words"),
     (
         "`/triage resolve <incident> [how it was fixed]`",
@@ -246,6 +249,11 @@ class Commands:
         return message
 
     def _engines(self, args: str, user: str, channel: str | None) -> Message:
+        rec = engine_guide.recommend(self.kb, args) if args.strip() else None
+        if rec is not None:
+            lines = [escape(line) for line in engine_guide.describe(rec)]
+            title = f"Choose {rec.best.engine.name}" if rec.best is not None else "No engine fits"
+            return lines_message(escape(title), lines, "")
         engines = list(self.kb.engines.values())
         dims = self.kb.matrix_dimensions or []
         if not engines or not dims:
