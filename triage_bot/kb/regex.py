@@ -43,7 +43,7 @@ def loosened(pattern: str) -> str:
 
 
 WHOLE_TEXT = 4096  # a paste this short is searched whole: a search per line would only add calls
-LINES_SEARCHED = 6  # past this many lines holding a pattern's strings, the rest of the text is searched once
+LINES_SEARCHED = 32  # past this many lines holding a pattern's strings, the rest of the text is searched once
 
 
 class PatternScan:
@@ -52,8 +52,10 @@ class PatternScan:
     Every string that some pattern needs (triage_bot/kb/atoms.py) is searched for at once with
     one Aho-Corasick automaton over the case-folded text; only the patterns whose strings occur
     are run, and a pattern that cannot span lines is run only on the lines where its strings
-    are. A pattern is compiled the first time it runs: a one-line CLI triage compiles a few
-    dozen of the thousand.
+    are: a match of such a pattern lies on one line, and that line holds a string of each of its
+    requirements, so only the lines holding all of them are searched (most candidates of a 40k
+    paste have their strings on different lines and never run). A pattern is compiled the first
+    time it runs: a one-line CLI triage compiles a few dozen of the thousand.
 
     Measured side by side on the 2,079 distinct corpus pastes, first seen (docs/benchmarks.md):
     one RE2 `Set` of every pattern, whose lazy DFA never fits in memory on varied text, 3.98 ms
@@ -73,6 +75,12 @@ class PatternScan:
                     owners.setdefault(atom, []).append((index, requirement))
         self._automaton: Any = None
         self._owners = list(owners.values())  # atom number -> (pattern, requirement) pairs
+        self._atom_strings = list(owners)  # atom number -> the string
+        # pattern -> for each requirement, the numbers of the strings that meet it
+        self._requirement_atoms: list[list[list[int]]] = [[[] for _ in n.atoms] for n in self._needs]
+        for number, pairs in enumerate(self._owners):
+            for index, requirement in pairs:
+                self._requirement_atoms[index][requirement].append(number)
         if owners:
             self._automaton = ahocorasick.Automaton()
             for number, atom in enumerate(owners):
@@ -92,26 +100,22 @@ class PatternScan:
         # of the matches found are mapped back to characters
         lines = _Lines(text)
         met: dict[int, int] = {}  # pattern -> a bit for each requirement met
-        occurs: dict[
-            int, list[int]
-        ] = {}  # pattern -> byte offsets of its first requirement's strings (-1: unknown)
+        where: dict[int, list[int]] = {}  # atom number -> character offsets
+        local: _Local | None = None
         if self._automaton is not None:
             folded = text.casefold()
             aligned = len(folded) == len(text)  # casefold only ever lengthens: no character moved
-            where: dict[int, list[int]] = {}  # atom number -> character offsets
             for end, (number, length) in self._automaton.iter(folded):
                 where.setdefault(number, []).append(end - length + 1)
-            localize = len(lines.data) > WHOLE_TEXT
-            for number, starts in where.items():
-                offsets = ([lines.byte_offset(c) for c in starts] if aligned else [-1]) if localize else []
+            for number in where:
                 for index, requirement in self._owners[number]:
                     met[index] = met.get(index, 0) | (1 << requirement)
-                    if localize and requirement == 0:
-                        occurs.setdefault(index, []).extend(offsets)
+            if len(lines.data) > WHOLE_TEXT:
+                local = _Local(lines, where, aligned, folded, self._atom_strings)
         candidates = [i for i, bits in met.items() if bits == self._complete[i]]
         found: list[tuple[int, Found]] = []
         for index in sorted([*candidates, *self._always]):
-            match = self._first_match(index, lines, occurs.get(index))
+            match = self._first_match(index, lines, local)
             if match is not None:
                 start, end = match.span()
                 values = {
@@ -121,30 +125,76 @@ class PatternScan:
                 found.append((index, Found(lines.char_offset(start), lines.char_offset(end), values)))
         return found
 
-    def _first_match(self, index: int, lines: _Lines, starts: list[int] | None) -> Any:
+    def _first_match(self, index: int, lines: _Lines, local: _Local | None) -> Any:
         data = lines.data
-        loose = self._loose.get(index)
-        if loose is not None and compile_pattern(loose).search(data) is None:
+        need = self._needs[index]
+        if local is None or not need.one_line or not need.atoms or not local.aligned:
+            loose = self._loose.get(index)
+            if loose is not None and compile_pattern(loose).search(data) is None:
+                return None
+            return self.regex(index).search(data)
+        # A match of a one-line pattern lies on one line, and that line holds a string of each of
+        # its requirements: only the lines that hold all of them are searched, and a pattern whose
+        # strings never meet on one line is not run at all (most of a 40k paste's candidates).
+        rows = local.lines_with_all(self._owner_atoms(index, local))
+        if not rows:
             return None
         regex = self.regex(index)
-        if not starts or -1 in starts or not self._needs[index].one_line:
-            return regex.search(data)
-        starts = sorted(set(starts))
-        first = starts[0]
-        if len(starts) > LINES_SEARCHED:
+        if len(rows) > LINES_SEARCHED:
             # strings on many lines: one search from the first of them costs less than a call a line
-            return regex.search(data, data.rfind(b"\n", 0, first) + 1)
-        searched: set[int] = set()
-        for start in starts:  # the line of the first occurrence first: the first match
-            line_start = data.rfind(b"\n", 0, start) + 1
-            if line_start in searched:
-                continue
-            searched.add(line_start)
-            line_end = data.find(b"\n", start)
-            match = regex.search(data, line_start, len(data) if line_end < 0 else line_end)
+            return regex.search(data, lines.line_start_byte(rows[0]))
+        for row in rows:  # in text order: the first line that matches holds the first match
+            match = regex.search(data, lines.line_start_byte(row), lines.line_end_byte(row))
             if match is not None:
                 return match
         return None
+
+    def _owner_atoms(self, index: int, local: _Local) -> list[list[int]]:
+        """For each requirement of pattern `index`, the numbers of its strings that occur."""
+        where = local.where
+        return [[n for n in numbers if n in where] for numbers in self._requirement_atoms[index]]
+
+
+class _Local:
+    """Where each string occurred, by line, worked out only for the patterns that need it."""
+
+    def __init__(
+        self, lines: _Lines, where: dict[int, list[int]], aligned: bool, folded: str, strings: list[str]
+    ):
+        self.lines, self.where, self.aligned = lines, where, aligned
+        self.folded, self.strings = folded, strings
+        self._rows: dict[int, frozenset[int]] = {}
+
+    def rows_of(self, number: int) -> frozenset[int]:
+        rows = self._rows.get(number)
+        if rows is None:
+            rows = self._rows[number] = frozenset(self.lines.row(c) for c in self.where[number])
+        return rows
+
+    def lines_with_all(self, requirements: list[list[int]]) -> list[int]:
+        """The line numbers that hold a string of every requirement, in text order.
+
+        The rarest requirement's lines come from where its strings occurred; each other
+        requirement is then checked on those lines only, by looking for its strings there (a
+        common word such as "error" occurs hundreds of times in a 40k paste: listing its lines
+        would cost more than the check)."""
+        if not requirements or not all(requirements):
+            return []
+        ranked = sorted(requirements, key=lambda numbers: sum(len(self.where[n]) for n in numbers))
+        rows: set[int] = set()
+        for number in ranked[0]:
+            rows |= self.rows_of(number)
+        lines, folded, strings = self.lines, self.folded, self.strings
+        for numbers in ranked[1:]:
+            if not rows:
+                return []
+            kept = set()
+            for row in rows:
+                start, end = lines.row_bounds(row)
+                if any(folded.find(strings[n], start, end) >= 0 for n in numbers):
+                    kept.add(row)
+            rows = kept
+        return sorted(rows)
 
 
 class _Lines:
@@ -157,6 +207,7 @@ class _Lines:
         self.ascii = len(self.data) == len(text)
         self._chars: list[int] = []
         self._bytes: list[int] = []
+        self._row_starts: list[int] | None = None
         if not self.ascii:
             chars = bytes_ = 0
             for line in text.split("\n"):
@@ -164,6 +215,32 @@ class _Lines:
                 self._bytes.append(bytes_)
                 chars += len(line) + 1
                 bytes_ += len(line.encode("utf-8")) + 1
+
+    def row(self, char: int) -> int:
+        """The number of the line holding character `char` (0 for the first)."""
+        if self._row_starts is None:
+            starts = [0]
+            find, at = self.text.find, self.text.find("\n")
+            while at >= 0:
+                starts.append(at + 1)
+                at = find("\n", at + 1)
+            self._row_starts = starts
+        return bisect_right(self._row_starts, char) - 1
+
+    def row_bounds(self, row: int) -> tuple[int, int]:
+        """The character span of line `row`, without its newline."""
+        assert self._row_starts is not None
+        starts = self._row_starts
+        return starts[row], (len(self.text) if row + 1 >= len(starts) else starts[row + 1] - 1)
+
+    def line_start_byte(self, row: int) -> int:
+        assert self._row_starts is not None
+        return self.byte_offset(self._row_starts[row])
+
+    def line_end_byte(self, row: int) -> int:
+        assert self._row_starts is not None
+        starts = self._row_starts
+        return len(self.data) if row + 1 >= len(starts) else self.byte_offset(starts[row + 1] - 1)
 
     def byte_offset(self, char: int) -> int:
         if self.ascii:
