@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from bisect import bisect_right
 from collections.abc import Callable
-from functools import lru_cache
+from functools import cached_property, lru_cache
 from typing import Any, NamedTuple
 
 import ahocorasick
@@ -110,8 +110,8 @@ class PatternScan:
             for number in where:
                 for index, requirement in self._owners[number]:
                     met[index] = met.get(index, 0) | (1 << requirement)
-            if len(lines.data) > WHOLE_TEXT:
-                local = _Local(lines, where, aligned, folded, self._atom_strings)
+            if len(lines.data) > WHOLE_TEXT and aligned:  # offsets in the folded text are the text's
+                local = _Local(lines, where, folded, self._atom_strings)
         candidates = [i for i, bits in met.items() if bits == self._complete[i]]
         found: list[tuple[int, Found]] = []
         for index in sorted([*candidates, *self._always]):
@@ -128,7 +128,7 @@ class PatternScan:
     def _first_match(self, index: int, lines: _Lines, local: _Local | None) -> Any:
         data = lines.data
         need = self._needs[index]
-        if local is None or not need.one_line or not need.atoms or not local.aligned:
+        if local is None or not need.one_line or not need.atoms:
             loose = self._loose.get(index)
             if loose is not None and compile_pattern(loose).search(data) is None:
                 return None
@@ -158,11 +158,8 @@ class PatternScan:
 class _Local:
     """Where each string occurred, by line, worked out only for the patterns that need it."""
 
-    def __init__(
-        self, lines: _Lines, where: dict[int, list[int]], aligned: bool, folded: str, strings: list[str]
-    ):
-        self.lines, self.where, self.aligned = lines, where, aligned
-        self.folded, self.strings = folded, strings
+    def __init__(self, lines: _Lines, where: dict[int, list[int]], folded: str, strings: list[str]):
+        self.lines, self.where, self.folded, self.strings = lines, where, folded, strings
         self._rows: dict[int, frozenset[int]] = {}
 
     def rows_of(self, number: int) -> frozenset[int]:
@@ -207,7 +204,6 @@ class _Lines:
         self.ascii = len(self.data) == len(text)
         self._chars: list[int] = []
         self._bytes: list[int] = []
-        self._row_starts: list[int] | None = None
         if not self.ascii:
             chars = bytes_ = 0
             for line in text.split("\n"):
@@ -216,31 +212,30 @@ class _Lines:
                 chars += len(line) + 1
                 bytes_ += len(line.encode("utf-8")) + 1
 
+    @cached_property
+    def row_starts(self) -> list[int]:
+        """The character offset where each line starts (worked out on first use)."""
+        starts = [0]
+        find, at = self.text.find, self.text.find("\n")
+        while at >= 0:
+            starts.append(at + 1)
+            at = find("\n", at + 1)
+        return starts
+
     def row(self, char: int) -> int:
         """The number of the line holding character `char` (0 for the first)."""
-        if self._row_starts is None:
-            starts = [0]
-            find, at = self.text.find, self.text.find("\n")
-            while at >= 0:
-                starts.append(at + 1)
-                at = find("\n", at + 1)
-            self._row_starts = starts
-        return bisect_right(self._row_starts, char) - 1
+        return bisect_right(self.row_starts, char) - 1
 
     def row_bounds(self, row: int) -> tuple[int, int]:
         """The character span of line `row`, without its newline."""
-        assert self._row_starts is not None
-        starts = self._row_starts
+        starts = self.row_starts
         return starts[row], (len(self.text) if row + 1 >= len(starts) else starts[row + 1] - 1)
 
     def line_start_byte(self, row: int) -> int:
-        assert self._row_starts is not None
-        return self.byte_offset(self._row_starts[row])
+        return self.byte_offset(self.row_starts[row])
 
     def line_end_byte(self, row: int) -> int:
-        assert self._row_starts is not None
-        starts = self._row_starts
-        return len(self.data) if row + 1 >= len(starts) else self.byte_offset(starts[row + 1] - 1)
+        return self.byte_offset(self.row_bounds(row)[1])
 
     def byte_offset(self, char: int) -> int:
         if self.ascii:
