@@ -40,15 +40,31 @@ def shares(name: str) -> tuple[float, float]:
 
 def test_never_tuned_questions() -> None:
     """`faq/`: measured 0.255 and 26 of 36 quiet when gathered, 0.418 and 28 of 36 after the
-    tuning round on `faq_tune/`."""
+    first tuning round on `faq_tune/`, 0.564 and 26 of 36 after the second."""
     right, quiet = shares("faq")
-    assert right >= 0.40, right
-    assert quiet >= 0.75, quiet
+    assert right >= 0.54, right
+    assert quiet >= 0.70, quiet
 
 
-@pytest.mark.parametrize(("floor_right", "floor_quiet"), [(0.50, 0.62)])
+@pytest.mark.parametrize(("floor_right", "floor_quiet"), [(0.76, 0.48)])
 def test_the_tuning_questions_do_not_regress(floor_right: float, floor_quiet: float) -> None:
-    """`faq_tune/`: 0.14 and 15 of 26 quiet before the round, 0.52 and 17 of 26 after."""
+    """`faq_tune/`: 0.14 and 15 of 26 quiet before the first round, 0.52 and 17 of 26 after; 0.78
+    and 13 of 26 after the second (words no entry holds no longer drown the telling ones, so more
+    questions get an answer, a few of them off-scope ones)."""
     right, quiet = shares("faq_tune")
     assert right >= floor_right, right
     assert quiet >= floor_quiet, quiet
+
+
+def test_a_question_about_an_engine_the_faq_does_not_cover_gets_no_answer() -> None:
+    kb = default_triager().kb
+    assert faq.search(kb, "how do I raise the KV cache size in vLLM?")
+    assert faq.search(kb, "how do I raise the KV cache size in lmdeploy?") == []
+    assert faq.search(kb, "Ollama runs out of GPU memory on a 7B model") == []
+
+
+def test_words_no_entry_holds_do_not_drown_the_telling_one() -> None:
+    """A long report around one FAQ concept (here an Xid) still finds its entry."""
+    kb = default_triager().kb
+    question = "Random Xid 79 with zero precursor at any load level, instant GPU death on driver 595.71.05"
+    assert faq.search(kb, question)[0].id == "xid_errors"

@@ -19,7 +19,10 @@ from rapidfuzz import fuzz, utils
 from triage_bot.kb.loader import KnowledgeBase
 
 MIN_SCORE = 0.25
+UNKNOWN_WEIGHT = 0.3
+HEAD_FLOOR = 0.5
 _WORD = re.compile(r"[a-z0-9][a-z0-9_.+-]*[a-z0-9]|[0-9]")  # one letter alone is not a word
+_IDENTIFIER = re.compile(r"--?[a-z][\w-]+|\b\w+_\w+\b|\b[A-Z][a-z]+[A-Z]\w*")  # flags, snake_case, CamelCase
 _STOP = frozenset(
     """a an the is are was be do does did i we you my our your it its this that to of in on for and
     or with what which who why how when where should can could would will vs versus than at by from
@@ -55,7 +58,7 @@ class FaqHit:
         return asdict(self) | {"docs": list(self.docs)}
 
 
-def _words(text: str) -> list[str]:
+def _words(text: str, parts: bool = True) -> list[str]:
     out: list[str] = []
     for word in _WORD.findall(text.lower()):
         word = word.strip(".-+")
@@ -64,7 +67,8 @@ def _words(text: str) -> list[str]:
         out.append(word)
         if word in _SYNONYMS:
             out.append(_SYNONYMS[word])
-        out.extend(part for part in re.split(r"[-_.]", word) if len(part) > 1 and part != word)
+        if parts:
+            out.extend(part for part in re.split(r"[-_.]", word) if len(part) > 1 and part != word)
     return out
 
 
@@ -96,13 +100,14 @@ def _documents(kb: KnowledgeBase) -> list[_Doc]:
 
 
 def _domain(kb: KnowledgeBase) -> frozenset[str]:
-    """The serving vocabulary: words of the failures the knowledge base knows (ids, titles, canonical
-    messages), the FAQ's tags and the engines' names. A question with none of them is not about
-    serving ("translate 'good morning' into Italian"), whatever FAQ prose it happens to share."""
-    text = [f"{s.id} {s.title} {' '.join(s.messages)}" for s in kb.signatures]
-    text += [" ".join(e.tags) for e in kb.faq]
+    """The serving vocabulary: the FAQ's tags and ids, the failures' ids, the engines' names and the
+    flags and identifiers the failures' messages hold. A question with none of them is not about
+    serving ("how long should I boil an egg"), whatever everyday words it shares with FAQ prose."""
+    text = [s.id.replace(".", " ").replace("_", " ") for s in kb.signatures]
+    text += [" ".join(_IDENTIFIER.findall(" ".join(s.messages))) for s in kb.signatures]
+    text += [f"{' '.join(e.tags)} {e.id}" for e in kb.faq]
     text += [f"{e.id} {e.name}" for e in kb.engines.values()]
-    return frozenset(_words(" ".join(text)))
+    return frozenset(_words(" ".join(text), parts=False))
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,11 +118,42 @@ class FaqIndex:
     docs: list[_Doc]
     frequency: Counter[str]
     domain: frozenset[str]
+    elsewhere: re.Pattern[str] | None  # the serving engines the FAQ does not cover, by name
 
     @classmethod
     def build(cls, kb: KnowledgeBase) -> FaqIndex:
         docs = _documents(kb)
-        return cls(docs, Counter(word for doc in docs for word in doc.head | doc.body), _domain(kb))
+        names = "|".join(re.escape(name) for name in sorted(kb.other_engines, key=len, reverse=True))
+        elsewhere = re.compile(rf"(?i)(?<![\w.-])(?:{names})(?![\w-])") if names else None
+        frequency = Counter(word for doc in docs for word in doc.head | doc.body)
+        return cls(docs, frequency, _domain(kb), elsewhere)
+
+
+_ASKING = re.compile(
+    r"(?i)^\W*(?:how|what|what's|why|which|when|where|who|should|shall|can|could|is|are|does|do|did|will"
+    r"|would|any|anyone|has|have|explain|tell me|help me (?:choose|pick|understand))\b"
+)
+_CHOOSING = re.compile(
+    r"(?i)\b(?:which (?:engine|server|backend|framework|one)|(?:choose|pick|recommend|prefer)\w*"
+    r"|should (?:i|we) (?:use|go with|run|deploy|pick|choose)|best (?:engine|choice|option)"
+    r"|vs\.?|versus|or (?:vllm|sglang|tensorrt-llm|trt-llm|trtllm))\b"
+)
+QUESTION_MAX_CHARS = 600
+QUESTION_MAX_LINES = 4
+
+
+def is_question(text: str) -> bool:
+    """A short message written as a question ("what is --max-num-seqs?"), not a pasted log: an
+    addressed question is answered from the FAQ instead of being triaged as a paste."""
+    text = text.strip()
+    if not text or len(text) > QUESTION_MAX_CHARS or text.count("\n") >= QUESTION_MAX_LINES:
+        return False
+    return text.endswith("?") or bool(_ASKING.match(text))
+
+
+def asks_to_choose(text: str) -> bool:
+    """A question about which engine to use: the decision guide answers it, not the FAQ."""
+    return bool(_CHOOSING.search(text))
 
 
 def search(kb: KnowledgeBase, question: str, limit: int = 3) -> list[FaqHit]:
@@ -127,15 +163,19 @@ def search(kb: KnowledgeBase, question: str, limit: int = 3) -> list[FaqHit]:
     index = kb.faq_index
     if not words or not words & index.domain:
         return []
+    if index.elsewhere and index.elsewhere.search(question):
+        return []  # about an engine the FAQ does not cover: its answers would be about another one
     docs, frequency = index.docs, index.frequency
     idf = {w: math.log(1 + len(docs) / (1 + frequency[w])) for w in words}
-    total = sum(idf.values()) or 1.0
+    # a word no entry holds says nothing about which entry answers, so it dilutes only a little
+    top = max(idf.values())
+    total = sum(v if frequency[w] else UNKNOWN_WEIGHT * v for w, v in idf.items()) or 1.0
     scored: list[tuple[float, FaqHit]] = []
     for doc in docs:
         in_head = sum(idf[w] for w in words & doc.head)
         in_body = sum(idf[w] for w in (words & doc.body) - doc.head)
-        if in_head == 0 and in_body == 0:
-            continue
+        if in_head < HEAD_FLOOR * top:
+            continue  # the entry's own question and tags must hold a telling word of the question
         overlap = (in_head + 0.35 * in_body) / total
         resemblance = fuzz.token_set_ratio(question, doc.hit.question, processor=utils.default_process) / 100
         score = 0.75 * overlap + 0.25 * resemblance

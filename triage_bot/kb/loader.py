@@ -211,6 +211,7 @@ class KnowledgeBase:
     source: dict[str, tuple[str, int]]  # signature id -> (file, line)
     directory: Path
     guide_needs: list[GuideNeed] = field(default_factory=list)
+    other_engines: list[str] = field(default_factory=list)  # named in a question, the FAQ stays quiet
 
     def __post_init__(self) -> None:
         self.by_id: dict[str, Signature] = {s.id: s for s in self.signatures}
@@ -333,6 +334,7 @@ def collect_problems(
     faq: list[FaqEntry] = []
     dimensions: list[MatrixDimension] = []
     guide_needs: list[GuideNeed] = []
+    other_engines: list[str] = []
     faq_path = directory / "faq.yaml"
     if faq_path.exists():
         loaded = _load_file(faq_path, FaqFile)
@@ -341,6 +343,7 @@ def collect_problems(
             faq = list(loaded.model.faq)
             dimensions = list(loaded.model.matrix_dimensions)
             guide_needs = list(loaded.model.guide_needs)
+            other_engines = list(loaded.model.other_engines)
             seen: set[str] = set()
             for entry in faq:
                 if entry.id in seen:
@@ -380,7 +383,9 @@ def collect_problems(
     problems.extend(_guide_problems(engines, guide_needs))
     if any(p.level == "error" for p in problems):
         return None, problems
-    kb = KnowledgeBase(signatures, engines, faq, dimensions, taxonomy, source, directory, guide_needs)
+    kb = KnowledgeBase(
+        signatures, engines, faq, dimensions, taxonomy, source, directory, guide_needs, other_engines
+    )
     return kb, problems
 
 

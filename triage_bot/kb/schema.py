@@ -293,6 +293,7 @@ class FaqFile(Strict):
 
     matrix_dimensions: list[MatrixDimension] = Field(default_factory=list)
     guide_needs: list[GuideNeed] = Field(default_factory=list)
+    other_engines: list[str] = Field(default_factory=list)  # serving engines the FAQ does not cover
     faq: list[FaqEntry] = Field(min_length=1)
 
 

@@ -19,6 +19,8 @@ from triage_bot.slack.config import SlackConfig
 from triage_bot.slack.integrations import Integrations, mute_line
 from triage_bot.slack.text import escape, truncate
 from triage_bot.slack.triage import Triaged, TriageJob
+from triage_bot.text.candidates import has_failure_signal
+from triage_bot.text.normalize import normalize
 
 if TYPE_CHECKING:
     from triage_bot.history import HistoryStore
@@ -162,6 +164,8 @@ class Commands:
                 return Result(refusal(word), "refusal")
             out = self.handlers[word](rest.strip(), user, channel)
             return out if isinstance(out, Result) else Result(out, word)
+        if not notes and faq.is_question(text) and not has_failure_signal(normalize(text)):
+            return self._question(text, user, channel)
         triaged = self.job.run(text, channel=channel, thread_ts=thread_ts, user=user, key=key)
         triaged.notes.extend(notes or [])
         if triaged.answer.match is None and _WORD.match(text):
@@ -224,6 +228,22 @@ class Commands:
         if view.blocks:
             return Message(text=view.text or "Weekly digest", blocks=view.blocks[:MAX_BLOCKS])
         return lines_message("Weekly digest", view.text.splitlines(), empty)
+
+    def _question(self, text: str, user: str, channel: str | None) -> Result:
+        """A question with no error in it: which engine to use goes to the decision guide when it
+        names what the guide weighs, anything else to the FAQ."""
+        if faq.asks_to_choose(text) and engine_guide.recommend(self.kb, text) is not None:
+            return Result(self._engines(text, user, channel), "engines")
+        if faq.search(self.kb, text):
+            return Result(self._faq(text, user, channel), "faq")
+        return Result(
+            text_message(
+                "No FAQ entry answers that question.",
+                "If something failed, paste the error or the log itself and I will triage it. "
+                f"`{self.config.command} help` lists what else I can do.",
+            ),
+            "faq",
+        )
 
     def _faq(self, args: str, user: str, channel: str | None) -> Message:
         if not args:

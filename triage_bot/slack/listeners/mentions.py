@@ -1,8 +1,9 @@
-"""`@triage-bot <error or subcommand>`: always answered, in the thread of the mention.
+"""`@triage-bot <error, question or subcommand>`: always answered, in the thread of the mention.
 
 Being addressed is a request, so unlike a passive paste it always gets an answer: a match, "no
 known signature" with the nearest candidates, or why an attached file could not be read. A
-subcommand (`@triage-bot history vllm`) works as with `/triage`.
+subcommand (`@triage-bot history vllm`) works as with `/triage`, and a question with no error in it
+(`@triage-bot what does --enforce-eager cost?`) gets the FAQ or the engine decision guide.
 """
 
 from __future__ import annotations
