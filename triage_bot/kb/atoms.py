@@ -42,6 +42,7 @@ _NEWLINE = 10
 
 
 REQUIREMENTS_KEPT = 3
+FURTHER_MIN = 6
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,7 +64,10 @@ def needs(pattern: str) -> Needs:
         tree = sre_parse.parse(readable)
     except (re.error, RecursionError, OverflowError):
         return Needs((), False)
-    required = sorted(_sequence(list(tree)), key=_rank, reverse=True)[:REQUIREMENTS_KEPT]
+    ranked = sorted(_sequence(list(tree)), key=_rank, reverse=True)[:REQUIREMENTS_KEPT]
+    # past the best requirement, a short string ("the ", "for") occurs thousands of times in a big
+    # paste and narrows almost nothing: only long ones are kept as further requirements
+    required = ranked[:1] + [strings for strings in ranked[1:] if min(map(len, strings)) >= FURTHER_MIN]
     atoms = tuple(frozenset(s.casefold() for s in strings) for strings in required)
     one_line = not _DOTALL.search(pattern) and not _spans_lines(list(tree))
     return Needs(atoms, one_line)

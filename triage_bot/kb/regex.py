@@ -231,11 +231,25 @@ class _Lines:
         starts = self.row_starts
         return starts[row], (len(self.text) if row + 1 >= len(starts) else starts[row + 1] - 1)
 
+    @cached_property
+    def byte_starts(self) -> list[int]:
+        """The byte offset where each line starts: the character offsets when the text is ASCII."""
+        if self.ascii:
+            return self.row_starts
+        starts = [0]
+        find, at = self.data.find, self.data.find(b"\n")
+        while at >= 0:
+            starts.append(at + 1)
+            at = find(b"\n", at + 1)
+        return starts
+
     def line_start_byte(self, row: int) -> int:
-        return self.byte_offset(self.row_starts[row])
+        return self.byte_starts[row]
 
     def line_end_byte(self, row: int) -> int:
-        return self.byte_offset(self.row_bounds(row)[1])
+        """Where line `row` ends in bytes, before its newline."""
+        starts = self.byte_starts
+        return len(self.data) if row + 1 >= len(starts) else starts[row + 1] - 1
 
     def byte_offset(self, char: int) -> int:
         if self.ascii:
