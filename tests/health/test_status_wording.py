@@ -29,3 +29,26 @@ def test_a_stuck_engine_is_shown_stuck_with_why(
     text = line.mrkdwn()
     assert text.startswith(":red_circle: *llama-prod* · vllm · stuck · checked ")
     assert "is stuck: generation probe failed" in text and "/health HTTP 200" not in text
+
+
+def test_a_flat_counter_says_how_long_it_has_stood_still() -> None:
+    """The minutes tell a slow prefill (seconds) from a wedged engine (minutes)."""
+    from datetime import UTC, datetime, timedelta
+
+    from triage_bot.health.observation import MetricsSnapshot, Observation
+    from triage_bot.health.config import Thresholds
+    from triage_bot.health.rules import EngineMemory, rule_stuck
+
+    at = datetime(2026, 12, 2, 3, 0, tzinfo=UTC)
+    snapshot = MetricsSnapshot(
+        "prometheus", running=4, waiting=3, progress=100.0, progress_metric="gen_total"
+    )
+    mem = EngineMemory()
+    mem.remember(Observation("llama-prod", "vllm", at, "ok", metrics=snapshot))
+    later = Observation("llama-prod", "vllm", at + timedelta(minutes=5), "ok", metrics=snapshot)
+    finding = rule_stuck(later, mem, Thresholds())
+    assert finding is not None
+    assert "gen_total flat since the last check 5 min ago while 3 requests wait and 4 run" in finding.message
+    soon = Observation("llama-prod", "vllm", at + timedelta(seconds=30), "ok", metrics=snapshot)
+    quick = rule_stuck(soon, mem, Thresholds())
+    assert quick is not None and "since the last check 30 s ago" in quick.message

@@ -80,6 +80,16 @@ def _n(x: float | None) -> str:
     return "?" if x is None else f"{x:.0f}"
 
 
+def _since(mem: EngineMemory, obs: Observation) -> str:
+    """"since the last check 3 min ago": how long the counter has stood still, which is what the
+    on-call engineer weighs against a slow prefill (seconds) or a wedged engine (minutes)."""
+    if mem.last_at is None or obs.checked_at is None:
+        return "since the last check"
+    seconds = max(0.0, (obs.checked_at - mem.last_at).total_seconds())
+    ago = f"{seconds:.0f} s" if seconds < 120 else f"{seconds / 60:.0f} min"
+    return f"since the last check {ago} ago"
+
+
 def rule_down(obs: Observation, mem: EngineMemory, th: Thresholds) -> Finding | None:
     if obs.reachable:
         return None
@@ -108,7 +118,7 @@ def rule_stuck(obs: Observation, mem: EngineMemory, th: Thresholds) -> Finding |
         if queued > 0:
             return Finding(
                 "stuck",
-                f"engine {obs.engine} is stuck: no iterations since the last check while {_n(queued)} requests wait",
+                f"engine {obs.engine} is stuck: no iterations {_since(mem, obs)} while {_n(queued)} requests wait",
                 {"reason": "no_iterations", "waiting": queued},
             )
         return None
@@ -118,7 +128,7 @@ def rule_stuck(obs: Observation, mem: EngineMemory, th: Thresholds) -> Finding |
     if m.progress == prev.progress and pending > 0:
         return Finding(
             "stuck",
-            f"engine {obs.engine} is stuck: {m.progress_metric} flat since the last check while "
+            f"engine {obs.engine} is stuck: {m.progress_metric} flat {_since(mem, obs)} while "
             f"{_n(m.waiting)} requests wait and {_n(m.running)} run",
             {"reason": "flat_counter", "running": m.running, "waiting": m.waiting},
         )
