@@ -35,8 +35,8 @@ def test_a_flat_counter_says_how_long_it_has_stood_still() -> None:
     """The minutes tell a slow prefill (seconds) from a wedged engine (minutes)."""
     from datetime import UTC, datetime, timedelta
 
-    from triage_bot.health.observation import MetricsSnapshot, Observation
     from triage_bot.health.config import Thresholds
+    from triage_bot.health.observation import MetricsSnapshot, Observation
     from triage_bot.health.rules import EngineMemory, rule_stuck
 
     at = datetime(2026, 12, 2, 3, 0, tzinfo=UTC)
