@@ -137,6 +137,26 @@ CASES: list[tuple[str, str]] = [
         "quality.garbled_output",
         "after the upgrade the output is garbled, every completion is just !!!!!!!!!!!!!!!!!!!!!!!!!!!!!!",
     ),
+    (
+        "quality.garbled_output",
+        "[Bug]: Qwen3-32B output is chaotic after upgrading to v0.12\n\n### 🐛 Describe the bug\n\nsee screenshot",
+    ),
+    (
+        "component.speculative_decoding",
+        "[Bug]: MTP acceptance length drops from 2.8 to 1.3 after the upgrade\n\nsame prompts, same draft tokens",
+    ),
+    (
+        "component.tool_call_parser",
+        "[Bug]: hermes parser drops the second tool call in streaming mode\n\nonly the first call is returned",
+    ),
+    (
+        "install.dependency_version_mismatch",
+        "AttributeError: `np.float_` was removed in the NumPy 2.0 release. Use `np.float64` instead.",
+    ),
+    (
+        "component.lora",
+        "[Bug]: AttributeError: 'LoRAMappingCache' object has no attribute 'evict' when serving two adapters",
+    ),
 ]
 
 

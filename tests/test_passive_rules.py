@@ -42,7 +42,8 @@ def test_pasted_failures_and_pleas_for_help_are_answered(paste: str, expected: s
 
 
 @pytest.mark.parametrize(
-    "tag", ["[Feature]:", "[RFC]:", "[Feature Request]", "  [Docs]", "feat:", "Feat(api):"]
+    "tag",
+    ["[Feature]:", "[RFC]:", "[Feature Request]", "  [Docs]", "feat:", "Feat(api):", "[TRTLLM-1234][fix]"],
 )
 def test_a_request_for_change_quoting_an_error_is_not_answered_unprompted(tag: str) -> None:
     request = (
@@ -57,3 +58,23 @@ def test_a_request_for_change_quoting_an_error_is_not_answered_unprompted(tag: s
 
 def test_a_change_tag_later_in_the_paste_changes_nothing() -> None:
     assert default_triager().match(f"{OOM}\nsee also [Feature] #123").passive
+
+
+@pytest.mark.parametrize(
+    "headings",
+    [
+        ("### Motivation", "### Related resources"),  # SGLang's feature request
+        ("## Motivation", "## Modifications"),  # SGLang's pull request
+        ("## Purpose", "## Test Plan"),  # vLLM's pull request
+        ("## Description", "## Test Coverage"),  # TensorRT-LLM's pull request
+        ("### 🚀 The feature, motivation and pitch", "### Alternatives"),  # vLLM's feature request
+    ],
+)
+def test_a_feature_or_pull_request_template_is_not_answered_unprompted(headings: tuple[str, str]) -> None:
+    first, second = headings
+    request = (
+        f"Report the free memory the cache needs\n\n{first}\n\nToday it prints:\n{OOM}\n\n{second}\n\nnone"
+    )
+    assert not default_triager().match(request).passive
+    as_bug = request.replace(first, "### 🐛 Describe the bug")
+    assert default_triager().match(as_bug).passive  # a bug template's heading keeps it a report

@@ -222,11 +222,31 @@ def looks_like_chat(norm: Normalized, line: Line | None, span: tuple[int, int] |
 # not someone stuck on one, so the bot never answers it unprompted (asked, it still answers).
 _CHANGE_REQUEST = re.compile(
     r"\A\s*(\[(feat|feature( request)?|rfc|roadmap|docs?|documentation|discussion|tracking|tracker|proposal)\]"
-    r"|feat(\([^)\n]{0,40}\))?!?:)",  # and a conventional-commit feature title ("feat(api): ...")
+    r"|feat(\([^)\n]{0,40}\))?!?:"  # and a conventional-commit feature title ("feat(api): ...")
+    # TensorRT-LLM's pull-request titles: "[TRTLLM-1234][feat] ...", "[https://nvbugs/5][fix] ..."
+    r"|\[[^\]\n]{1,60}\]\[(feat|fix|chore|docs?|test|infra|perf|refactor|ci|misc|none)\])",
     re.I,
+)
+# the headings of the trackers' feature-request and pull-request templates (vLLM "The feature,
+# motivation and pitch", "Purpose"/"Test Plan"; SGLang "Motivation"/"Modifications"; TensorRT-LLM
+# "Description"/"Test Coverage") and of their bug templates, which a failure report keeps
+_CHANGE_TEMPLATE = re.compile(
+    r"(?im)^#{2,3} *(?:🚀 *)?(?:the feature, motivation and pitch|motivation|modifications|purpose"
+    r"|test plan|test coverage|pr checklist|related resources)\s*$"
+)
+_BUG_TEMPLATE = re.compile(
+    r"(?im)^#{2,3} *(?:🐛 *)?(?:describe the bug|reproduction|your current environment|system info"
+    r"|expected behaviou?r|actual behaviou?r|environment)\s*$"
 )
 
 
 def is_change_request(norm: Normalized) -> bool:
-    """Does the message open with a tracker's request-for-change tag ("[Feature]: ...", "[RFC]", "feat:")?"""
-    return bool(norm.lines) and bool(_CHANGE_REQUEST.match(norm.lines[0].text))
+    """Is the message a request for change: a tracker's request tag or a pull-request title
+    ("[Feature]: ...", "[RFC]", "feat:", "[TRTLLM-1][fix]"), or a feature or pull-request
+    template without a bug template's headings?"""
+    if not norm.lines:
+        return False
+    if _CHANGE_REQUEST.match(norm.lines[0].text):
+        return True
+    text = norm.text[:20_000]
+    return bool(_CHANGE_TEMPLATE.search(text)) and not _BUG_TEMPLATE.search(text)
