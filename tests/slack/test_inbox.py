@@ -101,6 +101,24 @@ def test_with_the_database_away_once_only_holds_through_the_local_inbox(tmp_path
     assert (row["key"], row["state"]) == ("Ev1", "done")
 
 
+def test_rows_left_in_the_local_inbox_are_found_after_a_restart(tmp_path: Path) -> None:
+    """The local inbox is looked at only once it holds a row: a replica restarted with local rows
+    from a database outage still finds them (a retry stays a retry, an unfinished one is resumed)."""
+    clock = Clock()
+    away = create_engine("sqlite:////nonexistent/dir/shared.sqlite3")
+    down = Inbox(away, local_engine(tmp_path / "local.sqlite3"), replica="a", clock=clock)
+    assert down.accept("Ev-local", "message", BODY) is True
+    clock.now += timedelta(seconds=1)
+    shared = make_engine(f"sqlite:///{tmp_path / 'shared.sqlite3'}")
+    inbox_metadata.create_all(shared)
+    back = Inbox(shared, local_engine(tmp_path / "local.sqlite3"), replica="a", clock=clock)
+    assert back.accept("Ev-local", "message", BODY) is False  # Slack's retry of the same event
+    assert [o.key for o in back.orphans()] == ["Ev-local"]  # ours, from before the restart
+    fresh = Inbox(shared, local_engine(tmp_path / "other.sqlite3"), replica="b", clock=clock)
+    assert fresh.accept("Ev-new", "message", BODY) is True
+    assert [r["local"] for r in fresh.rows() if r["key"] == "Ev-new"] == [False]
+
+
 def _local_rows(inbox: Inbox) -> list[dict]:
     from sqlalchemy import select
 

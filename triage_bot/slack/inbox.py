@@ -110,6 +110,12 @@ class Inbox:
         self._lock = threading.Lock()
         self._writer = ThreadPoolExecutor(2, thread_name_prefix="inbox-db")
         inbox_metadata.create_all(local, checkfirst=True)
+        # the local inbox holds rows only while the shared database is (or was) away, or when there
+        # is none: until it holds one, no request looks there (three queries a request saved)
+        with local.connect() as conn:
+            self._local_used = (
+                shared is None or conn.execute(select(inbox_table.c.key).limit(1)).first() is not None
+            )
 
     # -- the shared database, with a deadline ------------------------------------------------
 
@@ -148,12 +154,13 @@ class Inbox:
             "attempts": 0,
             "created_at": self.clock(),
         }
-        if self._exists(self.local, key):
+        if self._in_local(key):
             return False  # taken here while the shared database was away
         if self._shared_ok():
             with contextlib.suppress(Exception):
                 return bool(self._on_shared(partial(_insert, row=row)))
         try:
+            self._local_used = True  # before the row is there, so that no step misses it
             return _insert(self.local, row)
         except Exception:
             log.exception("inbox: cannot write request %s anywhere; handling it without a record", key)
@@ -165,7 +172,7 @@ class Inbox:
         now = self.clock()
         values = {"state": "running", "owner": self.replica, "lease_until": now + self.lease}
         pending = inbox_table.c.state == "pending"
-        if self._exists(self.local, key):
+        if self._in_local(key):
             return _claim(self.local, key=key, values=values, condition=pending)
         if self._shared_ok():
             with contextlib.suppress(Exception):
@@ -173,6 +180,7 @@ class Inbox:
         # the shared row cannot be claimed now: run it under a local claim (its shared row, if it
         # exists, is found done by key when a replay looks for the reply in Slack)
         try:
+            self._local_used = True
             _insert(
                 self.local,
                 {
@@ -193,7 +201,7 @@ class Inbox:
 
     def done(self, key: str) -> None:
         values = {"state": "done", "done_at": self.clock(), "lease_until": None}
-        if self._exists(self.local, key):
+        if self._in_local(key):
             with self.local.begin() as conn:
                 conn.execute(update(inbox_table).where(inbox_table.c.key == key).values(**values))
             return
@@ -215,7 +223,7 @@ class Inbox:
         stale = _stale(now, self)
         found: list[Orphan] = []
         for local in (True, False):
-            if not local and not self._shared_ok():
+            if (local and not self._local_used) or (not local and not self._shared_ok()):
                 continue
             try:
                 rows = self._on(local, lambda engine: _due(engine, stale, limit))
@@ -251,8 +259,11 @@ class Inbox:
     def close(self) -> None:
         self._writer.shutdown(wait=False, cancel_futures=True)
 
-    def _exists(self, engine: Engine, key: str) -> bool:
-        with engine.connect() as conn:
+    def _in_local(self, key: str) -> bool:
+        """Does the local inbox hold `key`? Asked only once it has held a row."""
+        if not self._local_used:
+            return False
+        with self.local.connect() as conn:
             return conn.execute(select(inbox_table.c.key).where(inbox_table.c.key == key)).first() is not None
 
 
