@@ -46,10 +46,10 @@ def test_never_tuned_questions() -> None:
     assert quiet >= 0.70, quiet
 
 
-@pytest.mark.parametrize(("floor_right", "floor_quiet"), [(0.76, 0.48)])
+@pytest.mark.parametrize(("floor_right", "floor_quiet"), [(0.76, 0.55)])
 def test_the_tuning_questions_do_not_regress(floor_right: float, floor_quiet: float) -> None:
     """`faq_tune/`: 0.14 and 15 of 26 quiet before the first round, 0.52 and 17 of 26 after; 0.78
-    and 13 of 26 after the second (words no entry holds no longer drown the telling ones, so more
+    and 15 of 26 after the second (words no entry holds no longer drown the telling ones, so more
     questions get an answer, a few of them off-scope ones)."""
     right, quiet = shares("faq_tune")
     assert right >= floor_right, right

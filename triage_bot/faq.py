@@ -103,7 +103,7 @@ def _domain(kb: KnowledgeBase) -> frozenset[str]:
     """The serving vocabulary: the FAQ's tags and ids, the failures' ids, the engines' names and the
     flags and identifiers the failures' messages hold. A question with none of them is not about
     serving ("how long should I boil an egg"), whatever everyday words it shares with FAQ prose."""
-    text = [s.id.replace(".", " ").replace("_", " ") for s in kb.signatures]
+    text = [s.id.replace(".", " ") for s in kb.signatures]
     text += [" ".join(_IDENTIFIER.findall(" ".join(s.messages))) for s in kb.signatures]
     text += [f"{' '.join(e.tags)} {e.id}" for e in kb.faq]
     text += [f"{e.id} {e.name}" for e in kb.engines.values()]
