@@ -157,6 +157,34 @@ CASES: list[tuple[str, str]] = [
         "component.lora",
         "[Bug]: AttributeError: 'LoRAMappingCache' object has no attribute 'evict' when serving two adapters",
     ),
+    (
+        "platform.gpu_arch_feature_unsupported",
+        "[rank0]:E0701 14:28:21 triton_heuristics.py:539] ptxas /tmp/k.ptx, line 6; error   : "
+        "PTX .version 8.4 does not support .target sm_120a\nvllm serve Qwen/Qwen3-8B on an RTX 5090",
+    ),
+    (
+        "platform.gpu_arch_feature_unsupported",
+        "vllm serve on a V100: python: /project/lib/Conversion/ConvertLayout.cpp:123: Assertion "
+        '"mma -> mma layout conversion is only supported on Ampere" failed.',
+    ),
+    (
+        "client.request_rejected",
+        "vllm bench serve --backend openai-chat --endpoint /v1/completions\nValueError: Initial test run failed - "
+        "Please make sure benchmark arguments are correctly specified. Error: Not Found",
+    ),
+    (
+        "install.module_missing",
+        "vllm serve openai/gpt-oss-20b\nRuntimeError: FlashInfer failed to JIT-compile: ninja (build tool) not found.",
+    ),
+    (
+        "component.torch_compile",
+        "vllm serve ./merged --quantization bitsandbytes\nRuntimeError: Tried to erase Node size_1 but it "
+        "still had 1 users in the graph",
+    ),
+    (
+        "quality.garbled_output",
+        "[Bug] sglang 部署 Qwen3-32B 之后回复的内容全是乱七八糟的符号",
+    ),
 ]
 
 

@@ -61,6 +61,9 @@ def test_a_question_about_an_engine_the_faq_does_not_cover_gets_no_answer() -> N
     assert faq.search(kb, "how do I raise the KV cache size in vLLM?")
     assert faq.search(kb, "how do I raise the KV cache size in lmdeploy?") == []
     assert faq.search(kb, "Ollama runs out of GPU memory on a 7B model") == []
+    assert (
+        faq.search(kb, "vllm 的 kv cache 长度限制，lmdeploy也会有这种情况吗？") == []
+    )  # CJK around the name
 
 
 def test_words_no_entry_holds_do_not_drown_the_telling_one() -> None:

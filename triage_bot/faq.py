@@ -22,7 +22,8 @@ MIN_SCORE = 0.25
 UNKNOWN_WEIGHT = 0.3
 HEAD_FLOOR = 0.5
 _WORD = re.compile(r"[a-z0-9][a-z0-9_.+-]*[a-z0-9]|[0-9]")  # one letter alone is not a word
-_IDENTIFIER = re.compile(r"--?[a-z][\w-]+|\b\w+_\w+\b|\b[A-Z][a-z]+[A-Z]\w*")  # flags, snake_case, CamelCase
+# flags, snake_case, CamelCase and flag names written without their dashes (gpu-memory-utilization)
+_IDENTIFIER = re.compile(r"--?[a-z][\w-]+|\b\w+_\w+\b|\b[A-Z][a-z]+[A-Z]\w*|\b[a-z]+(?:-[a-z0-9]+){2,}\b")
 _STOP = frozenset(
     """a an the is are was be do does did i we you my our your it its this that to of in on for and
     or with what which who why how when where should can could would will vs versus than at by from
@@ -101,13 +102,15 @@ def _documents(kb: KnowledgeBase) -> list[_Doc]:
 
 def _domain(kb: KnowledgeBase) -> frozenset[str]:
     """The serving vocabulary: the FAQ's tags and ids, the failures' ids, the engines' names and the
-    flags and identifiers the failures' messages hold. A question with none of them is not about
+    flags and identifiers the failures' messages and the FAQ's questions hold. A question with none of them is not about
     serving ("how long should I boil an egg"), whatever everyday words it shares with FAQ prose."""
     text = [s.id.replace(".", " ") for s in kb.signatures]
     text += [" ".join(_IDENTIFIER.findall(" ".join(s.messages))) for s in kb.signatures]
     text += [f"{' '.join(e.tags)} {e.id}" for e in kb.faq]
     text += [f"{e.id} {e.name}" for e in kb.engines.values()]
-    return frozenset(_words(" ".join(text), parts=False))
+    # the flags an FAQ question names, and their parts ("gpu memory utilization" asks about one)
+    flags = " ".join(flag for e in kb.faq for flag in _IDENTIFIER.findall(e.question))
+    return frozenset(_words(" ".join(text), parts=False)) | frozenset(_words(flags))
 
 
 @dataclass(frozen=True, slots=True)
@@ -124,7 +127,8 @@ class FaqIndex:
     def build(cls, kb: KnowledgeBase) -> FaqIndex:
         docs = _documents(kb)
         names = "|".join(re.escape(name) for name in sorted(kb.other_engines, key=len, reverse=True))
-        elsewhere = re.compile(rf"(?i)(?<![\w.-])(?:{names})(?![\w-])") if names else None
+        # ASCII edges: in "lmdeploy也会有" the CJK letter that follows is a word character to `re`
+        elsewhere = re.compile(rf"(?i)(?<![A-Za-z0-9_.-])(?:{names})(?![A-Za-z0-9_-])") if names else None
         frequency = Counter(word for doc in docs for word in doc.head | doc.body)
         return cls(docs, frequency, _domain(kb), elsewhere)
 
