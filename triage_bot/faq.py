@@ -17,8 +17,10 @@ from typing import Any
 from rapidfuzz import fuzz, utils
 
 from triage_bot.kb.loader import KnowledgeBase
+from triage_bot.kb.regex import compile_pattern
 
 MIN_SCORE = 0.25
+QUOTED_BOOST = 0.3
 UNKNOWN_WEIGHT = 0.3
 HEAD_FLOOR = 0.5
 _WORD = re.compile(r"[a-z0-9][a-z0-9_.+-]*[a-z0-9]|[0-9]")  # one letter alone is not a word
@@ -122,6 +124,16 @@ class FaqIndex:
     frequency: Counter[str]
     domain: frozenset[str]
     elsewhere: re.Pattern[str] | None  # the serving engines the FAQ does not cover, by name
+    explains: dict[str, tuple[str, ...]]  # FAQ id -> the patterns of the failures it explains
+
+    def quoted(self, question: str) -> set[str]:
+        """The FAQ entries whose failures' messages the question quotes ("... is preempted by
+        PreemptionMode.RECOMPUTE ... how to solve this?" quotes vLLM's preemption warning)."""
+        return {
+            entry
+            for entry, patterns in self.explains.items()
+            if any(compile_pattern(p).search(question) for p in patterns)
+        }
 
     @classmethod
     def build(cls, kb: KnowledgeBase) -> FaqIndex:
@@ -130,7 +142,12 @@ class FaqIndex:
         # ASCII edges: in "lmdeploy也会有" the CJK letter that follows is a word character to `re`
         elsewhere = re.compile(rf"(?i)(?<![A-Za-z0-9_.-])(?:{names})(?![A-Za-z0-9_-])") if names else None
         frequency = Counter(word for doc in docs for word in doc.head | doc.body)
-        return cls(docs, frequency, _domain(kb), elsewhere)
+        explains = {
+            e.id: tuple(p for sig_id in e.signatures if (sig := kb.get(sig_id)) for p, _ in sig.pattern_specs)
+            for e in kb.faq
+            if e.signatures
+        }
+        return cls(docs, frequency, _domain(kb), elsewhere, explains)
 
 
 _ASKING = re.compile(
@@ -170,6 +187,7 @@ def search(kb: KnowledgeBase, question: str, limit: int = 3) -> list[FaqHit]:
     if index.elsewhere and index.elsewhere.search(question):
         return []  # about an engine the FAQ does not cover: its answers would be about another one
     docs, frequency = index.docs, index.frequency
+    quoted = index.quoted(question)
     idf = {w: math.log(1 + len(docs) / (1 + frequency[w])) for w in words}
     # a word no entry holds says nothing about which entry answers, so it dilutes only a little
     top = max(idf.values())
@@ -178,13 +196,15 @@ def search(kb: KnowledgeBase, question: str, limit: int = 3) -> list[FaqHit]:
     for doc in docs:
         in_head = sum(idf[w] for w in words & doc.head)
         in_body = sum(idf[w] for w in (words & doc.body) - doc.head)
-        if in_head < HEAD_FLOOR * top:
+        if in_head < HEAD_FLOOR * top and doc.hit.id not in quoted:
             continue  # the entry's own question and tags must hold a telling word of the question
         overlap = (in_head + 0.35 * in_body) / total
         resemblance = fuzz.token_set_ratio(question, doc.hit.question, processor=utils.default_process) / 100
         score = 0.75 * overlap + 0.25 * resemblance
         if doc.hit.source == "signature":
             score *= 0.75  # the FAQ proper answers questions; signatures answer failures
+        elif doc.hit.id in quoted:
+            score += QUOTED_BOOST  # the question quotes a failure this entry explains
         if score >= MIN_SCORE:
             scored.append((score, doc.hit))
     scored.sort(key=lambda pair: pair[0], reverse=True)

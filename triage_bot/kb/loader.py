@@ -349,6 +349,13 @@ def collect_problems(
                 if entry.id in seen:
                     problems.append(Problem("faq.yaml", 1, f"duplicate FAQ id {entry.id!r}"))
                 seen.add(entry.id)
+                for sig_id in entry.signatures:
+                    if sig_id not in source:
+                        problems.append(
+                            Problem(
+                                "faq.yaml", 1, f"FAQ {entry.id!r} names {sig_id!r}, which is no signature"
+                            )
+                        )
 
     taxonomy: list[str] = []
     tax_path = directory / "taxonomy.yaml"

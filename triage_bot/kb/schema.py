@@ -261,6 +261,8 @@ class FaqEntry(Strict):
     question: str = Field(min_length=8)
     answer: str = Field(min_length=20)
     tags: list[str] = Field(default_factory=list)
+    # the failures this entry explains: a question quoting one of their messages gets this entry
+    signatures: list[str] = Field(default_factory=list)
     engines: list[str] = Field(default_factory=list)
     docs: list[str] = Field(default_factory=list)
 
