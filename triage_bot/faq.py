@@ -2,8 +2,15 @@
 
 Ranking is by the question's meaningful words (weighted by how rare they are across the FAQ),
 found in an entry's question and tags first and its answer second, plus a fuzzy resemblance of the
-whole question. An entry that shares no meaningful word with the question is never returned, so
-"what is the capital of France" gets "no FAQ entry matches" instead of a random answer.
+whole question. The rules, each measured on real questions (tests/holdout/faq*):
+
+- a word no entry holds counts for little (`UNKNOWN_WEIGHT`): a long report around one concept
+  ("random Xid 79 ... on driver 595.71") still finds that concept's entry;
+- an entry's own question and tags must hold a telling word of the question (`HEAD_FLOOR`);
+- a question that quotes a failure an entry explains (its `signatures:`) lifts that entry
+  (`QUOTED_BOOST`);
+- nothing is answered when the question holds no serving vocabulary ("how long should I boil an
+  egg") or names a serving engine the FAQ does not cover (lmdeploy, Ollama, TGI).
 """
 
 from __future__ import annotations
@@ -20,9 +27,9 @@ from triage_bot.kb.loader import KnowledgeBase
 from triage_bot.kb.regex import compile_pattern
 
 MIN_SCORE = 0.25
-QUOTED_BOOST = 0.3
-UNKNOWN_WEIGHT = 0.3
-HEAD_FLOOR = 0.5
+QUOTED_BOOST = 0.3  # added to the score of an entry whose failures the question quotes
+UNKNOWN_WEIGHT = 0.3  # the share of its weight a word no entry holds keeps in the denominator
+HEAD_FLOOR = 0.5  # the entry's head must hold words worth half the question's most telling one
 _WORD = re.compile(r"[a-z0-9][a-z0-9_.+-]*[a-z0-9]|[0-9]")  # one letter alone is not a word
 # flags, snake_case, CamelCase and flag names written without their dashes (gpu-memory-utilization)
 _IDENTIFIER = re.compile(r"--?[a-z][\w-]+|\b\w+_\w+\b|\b[A-Z][a-z]+[A-Z]\w*|\b[a-z]+(?:-[a-z0-9]+){2,}\b")
