@@ -166,6 +166,12 @@ def test_faq_engines_and_search(env: Env) -> None:
     assert "`vllm.kv_cache_no_memory` No memory for KV cache blocks" in _text(_only_response(env))
 
 
+def test_a_question_after_the_command_gets_the_faq_and_records_nothing(env: Env) -> None:
+    env.command("what does gpu-memory-utilization mean?")
+    assert "The fraction of total GPU memory one vLLM instance may use." in _text(_only_response(env))
+    assert env.history.get_incident(1) is None  # a question is not an incident
+
+
 def test_resolve_and_mute_are_for_admins_only(env: Env) -> None:
     env.event(req.message(KV_ERROR))
     env.settle()
