@@ -185,6 +185,12 @@ CASES: list[tuple[str, str]] = [
         "quality.garbled_output",
         "[Bug] sglang 部署 Qwen3-32B 之后回复的内容全是乱七八糟的符号",
     ),
+    (
+        "platform.ascend_npu",
+        "(EngineCore_DP0 pid=276) ERROR [core.py:1100] EngineCore failed to start.\n"
+        '  File "/usr/local/lib/python3.11/site-packages/triton/backends/ascend/compiler.py", line 549, in compile\n'
+        "RuntimeError: bishengir-compile failed on Ascend 310P",
+    ),
 ]
 
 
