@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from bisect import bisect_right
 from collections.abc import Callable
-from functools import cached_property, lru_cache
+from functools import cached_property, lru_cache, partial
 from typing import Any, NamedTuple
 
 import ahocorasick
@@ -194,33 +194,34 @@ class _Local:
         return sorted(rows)
 
 
+def _line_starts(find: Callable[[int], int]) -> list[int]:
+    """Where each line starts, from `find(start)`: the next newline at or after `start`, or -1."""
+    starts = [0]
+    at = find(0)
+    while at >= 0:
+        starts.append(at + 1)
+        at = find(at + 1)
+    return starts
+
+
 class _Lines:
-    """A text's UTF-8 bytes, with the offsets of its lines in characters and in bytes (for the
-    text that is not ASCII, where the two differ)."""
+    """A text's UTF-8 bytes, with where its lines start in characters and in bytes (the two differ
+    only for a text that is not ASCII); each is worked out on first use."""
 
     def __init__(self, text: str):
         self.text = text
         self.data = text.encode("utf-8")
         self.ascii = len(self.data) == len(text)
-        self._chars: list[int] = []
-        self._bytes: list[int] = []
-        if not self.ascii:
-            chars = bytes_ = 0
-            for line in text.split("\n"):
-                self._chars.append(chars)
-                self._bytes.append(bytes_)
-                chars += len(line) + 1
-                bytes_ += len(line.encode("utf-8")) + 1
 
     @cached_property
     def row_starts(self) -> list[int]:
-        """The character offset where each line starts (worked out on first use)."""
-        starts = [0]
-        find, at = self.text.find, self.text.find("\n")
-        while at >= 0:
-            starts.append(at + 1)
-            at = find("\n", at + 1)
-        return starts
+        """The character offset where each line starts."""
+        return _line_starts(partial(self.text.find, "\n"))
+
+    @cached_property
+    def byte_starts(self) -> list[int]:
+        """The byte offset where each line starts: the character offsets when the text is ASCII."""
+        return self.row_starts if self.ascii else _line_starts(partial(self.data.find, b"\n"))
 
     def row(self, char: int) -> int:
         """The number of the line holding character `char` (0 for the first)."""
@@ -231,18 +232,6 @@ class _Lines:
         starts = self.row_starts
         return starts[row], (len(self.text) if row + 1 >= len(starts) else starts[row + 1] - 1)
 
-    @cached_property
-    def byte_starts(self) -> list[int]:
-        """The byte offset where each line starts: the character offsets when the text is ASCII."""
-        if self.ascii:
-            return self.row_starts
-        starts = [0]
-        find, at = self.data.find, self.data.find(b"\n")
-        while at >= 0:
-            starts.append(at + 1)
-            at = find(b"\n", at + 1)
-        return starts
-
     def line_start_byte(self, row: int) -> int:
         return self.byte_starts[row]
 
@@ -251,19 +240,12 @@ class _Lines:
         starts = self.byte_starts
         return len(self.data) if row + 1 >= len(starts) else starts[row + 1] - 1
 
-    def byte_offset(self, char: int) -> int:
-        if self.ascii:
-            return char
-        line = bisect_right(self._chars, char) - 1
-        start = self._chars[line]
-        return self._bytes[line] + len(self.text[start:char].encode("utf-8"))
-
     def char_offset(self, byte: int) -> int:
         if self.ascii:
             return byte
-        line = bisect_right(self._bytes, byte) - 1
-        start = self._bytes[line]
-        return self._chars[line] + len(self.data[start:byte].decode("utf-8", "replace"))
+        line = bisect_right(self.byte_starts, byte) - 1
+        start = self.byte_starts[line]
+        return self.row_starts[line] + len(self.data[start:byte].decode("utf-8", "replace"))
 
 
 class Found(NamedTuple):
