@@ -232,10 +232,12 @@ class Commands:
     def _question(self, text: str, user: str, channel: str | None) -> Result:
         """A question with no error in it: which engine to use goes to the decision guide when it
         names what the guide weighs, anything else to the FAQ."""
-        if faq.asks_to_choose(text) and engine_guide.recommend(self.kb, text) is not None:
-            return Result(self._engines(text, user, channel), "engines")
-        if faq.search(self.kb, text):
-            return Result(self._faq(text, user, channel), "faq")
+        rec = engine_guide.recommend(self.kb, text) if faq.asks_to_choose(text) else None
+        if rec is not None:
+            return Result(_recommendation_message(rec), "engines")
+        hits = faq.search(self.kb, text)
+        if hits:
+            return Result(_faq_message(hits), "faq")
         return Result(
             text_message(
                 "No FAQ entry answers that question.",
@@ -258,22 +260,12 @@ class Commands:
                 f"Try other words, `{self.config.command} search &lt;words&gt;` or "
                 f"`{self.config.command} engines`.",
             )
-        best = hits[0]
-        body = escape(best.answer)
-        if best.docs:
-            body += "\n" + "  ".join(escape(d) for d in best.docs[:5])
-        related = [f"• {escape(h.question)}" for h in hits[1:]]
-        message = text_message(
-            escape(best.question), body, fields=(["*Related*\n" + "\n".join(related)] if related else [])
-        )
-        return message
+        return _faq_message(hits)
 
     def _engines(self, args: str, user: str, channel: str | None) -> Message:
         rec = engine_guide.recommend(self.kb, args) if args.strip() else None
         if rec is not None:
-            lines = [escape(line) for line in engine_guide.describe(rec)]
-            title = f"Choose {rec.best.engine.name}" if rec.best is not None else "No engine fits"
-            return lines_message(escape(title), lines, "")
+            return _recommendation_message(rec)
         engines = list(self.kb.engines.values())
         dims = self.kb.matrix_dimensions or []
         if not engines or not dims:
@@ -388,3 +380,21 @@ class Commands:
         if done.kind == "done":
             return text_message(f"Mute #{number} ended.", "Passive replies for it are back.")
         return self._storage(done, "The mute could not be ended right now.")
+
+
+def _faq_message(hits: list[faq.FaqHit]) -> Message:
+    """The best FAQ entry with its docs, and the next ones as related questions."""
+    best = hits[0]
+    body = escape(best.answer)
+    if best.docs:
+        body += "\n" + "  ".join(escape(d) for d in best.docs[:5])
+    related = [f"• {escape(h.question)}" for h in hits[1:]]
+    return text_message(
+        escape(best.question), body, fields=(["*Related*\n" + "\n".join(related)] if related else [])
+    )
+
+
+def _recommendation_message(rec: engine_guide.Recommendation) -> Message:
+    lines = [escape(line) for line in engine_guide.describe(rec)]
+    title = f"Choose {rec.best.engine.name}" if rec.best is not None else "No engine fits"
+    return lines_message(escape(title), lines, "")
