@@ -111,8 +111,9 @@ def _documents(kb: KnowledgeBase) -> list[_Doc]:
 
 def _domain(kb: KnowledgeBase) -> frozenset[str]:
     """The serving vocabulary: the FAQ's tags and ids, the failures' ids, the engines' names and the
-    flags and identifiers the failures' messages and the FAQ's questions hold. A question with none of them is not about
-    serving ("how long should I boil an egg"), whatever everyday words it shares with FAQ prose."""
+    flags and identifiers the failures' messages and the FAQ's questions hold. A question with none
+    of them is not about serving ("how long should I boil an egg"), whatever everyday words it
+    shares with FAQ prose."""
     text = [s.id.replace(".", " ") for s in kb.signatures]
     text += [" ".join(_IDENTIFIER.findall(" ".join(s.messages))) for s in kb.signatures]
     text += [f"{' '.join(e.tags)} {e.id}" for e in kb.faq]

@@ -83,7 +83,7 @@ def _n(x: float | None) -> str:
 def _since(mem: EngineMemory, obs: Observation) -> str:
     """ "since the last check 3 min ago": how long the counter has stood still, which is what the
     on-call engineer weighs against a slow prefill (seconds) or a wedged engine (minutes)."""
-    if mem.last_at is None or obs.checked_at is None:
+    if mem.last_at is None:
         return "since the last check"
     seconds = max(0.0, (obs.checked_at - mem.last_at).total_seconds())
     ago = f"{seconds:.0f} s" if seconds < 120 else f"{seconds / 60:.0f} min"
