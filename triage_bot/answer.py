@@ -25,6 +25,7 @@ INCOMPLETE_WRAPPER = (
     "This line only reports that another part of the engine failed; the cause is printed earlier "
     "in the log. Paste the first error of the log (the lines above this one) to get the root cause."
 )
+INNER_ERROR = "This line wraps the error that really failed, quoted after its colon: "
 INFERRED = (
     "Inferred from the lines around the failure, not from its own error message: "
     "paste the error itself to confirm."
@@ -189,7 +190,13 @@ def build_answer(result: MatchResult, doc_roots: Mapping[str, tuple[str, ...]] |
         severity=sig.severity,
     )
     note = ""
-    if primary.how == "wrapper":
+    # a wrapper that quotes the failure inline (TensorRT-LLM's "error in forwardAsync function: X")
+    # needs nothing from above: its inner error is the lead, even when no signature knows it
+    inner = values.get("inner_error") if primary.how == "wrapper" else None
+    inline = inner.strip()[:MAX_LINE_CHARS] if isinstance(inner, str) else ""
+    if inline:
+        note = INNER_ERROR + inline
+    elif primary.how == "wrapper":
         note = INCOMPLETE_WRAPPER
     elif primary.how == "context":
         note = INFERRED
@@ -209,7 +216,7 @@ def build_answer(result: MatchResult, doc_roots: Mapping[str, tuple[str, ...]] |
         faq=sig.faq.strip(),
         docs=own_docs(sig.docs, engine, doc_roots or {}),
         protocol=sig.protocol,
-        incomplete=result.incomplete or primary.how == "wrapper",
+        incomplete=(result.incomplete or primary.how == "wrapper") and not inline,
         note=note,
         family=_candidate(result.family_hint) if result.family_hint else None,
         others=[_candidate(s) for s in result.others],

@@ -126,3 +126,27 @@ def test_every_area_of_the_bundled_maps_is_a_family_core_or_model() -> None:
     for info in kb.engines.values():
         assert info.areas, f"{info.id} has no area map"
         assert set(info.areas.values()) <= families | {AREA_CORE, AREA_MODEL}
+
+
+EXECUTOR = (
+    "[TensorRT-LLM][ERROR] Encountered an error in forwardAsync function: [TensorRT-LLM][ERROR] "
+    "Assertion failed: {assertion} (/src/tensorrt_llm/cpp/tensorrt_llm/{path}:84)"
+)
+
+
+def test_the_source_file_of_an_assertion_inside_the_executor_error_names_the_area() -> None:
+    """TensorRT-LLM's executor error only wraps what failed; the assertion's file says where."""
+    lora = default_triager().triage(
+        EXECUTOR.format(assertion="lora_weights has to few values for attn_q", path="runtime/loraUtils.cpp")
+    )
+    assert lora.match is not None and lora.match.id == "component.lora"
+    assert "trtllm.executor_forward_error" in [o.id for o in lora.others]
+
+
+def test_an_executor_error_with_an_unknown_inner_error_quotes_it_and_asks_for_nothing_above() -> None:
+    answer = default_triager().triage(
+        EXECUTOR.format(assertion="mBlocks.size() == 3", path="runtime/tllmRuntime.cpp")
+    )
+    assert answer.match is not None and answer.match.id == "trtllm.executor_forward_error"
+    assert not answer.incomplete
+    assert "mBlocks.size() == 3" in answer.note and "above" not in answer.note
