@@ -274,3 +274,14 @@ def test_family_answers_never_fire_passively_on_negatives(corpus) -> None:
         if answer.passive and answer.match is not None and answer.match.id.split(".")[0] in FAMILY_PREFIXES:
             fired.append((row["case"], answer.match.id))
     assert not fired, fired
+
+
+def test_a_multi_node_pull_request_gets_no_hang_answer_but_a_stalled_multi_node_start_does() -> None:
+    """Multi-node settings are `setting` clues: they weigh in on a report of a stall, alone they are none."""
+    settings = (
+        "--nnodes 2 --node-rank 0 --dist-init-addr 10.0.0.1:5000 on a Ray cluster, --pipeline-parallel-size 2"
+    )
+    quiet = triage(f"[Feature] document the launch flags for two nodes\n{settings}")
+    assert quiet.match is None or quiet.match.id != "crash.distributed_init_hang"
+    stalled = triage(f"[Bug] the server stucks at start-up on two nodes\n{settings}")
+    assert stalled.match is not None and stalled.match.id == "crash.distributed_init_hang"

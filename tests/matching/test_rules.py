@@ -142,6 +142,13 @@ def test_family_admission_thresholds_and_the_engine_for_the_last_resort() -> Non
     assert rules.family_admission(FALLBACK.sig, 2.0, "sglang") == "recognised"
 
 
+def test_evidence_that_only_describes_the_set_up_is_at_most_a_guess() -> None:
+    """Multi-node flags and a Ray cluster weigh in, but are no failure of their own."""
+    assert rules.family_admission(LORA.sig, 3.0, "vllm", settings_only=True) == "guess"
+    assert rules.family_admission(LORA.sig, 3.0, "vllm", True, shows_failure=lambda: False) is None
+    assert rules.family_admission(LORA.sig, 0.4, "vllm", True) is None
+
+
 def test_bands_order_areas_symptoms_and_the_last_resort() -> None:
     assert (
         rules.family_rank(LORA.sig, 1.0)

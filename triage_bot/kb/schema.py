@@ -44,6 +44,9 @@ class Clue(Strict):
     pattern: str
     weight: float = Field(default=1.0, gt=0, le=10)
     note: str = ""
+    # family evidence that describes the set-up (a multi-node flag, a Ray cluster), not a failure:
+    # it adds its weight, but a family whose clues are all settings is not recognised
+    setting: bool = False
 
 
 class WeakPattern(Strict):

@@ -102,6 +102,7 @@ class Entry:
     weight: float
     pattern: str
     weak: bool = False  # a context-only signature pattern
+    setting: bool = False  # family evidence that describes the set-up, not a failure
 
     @property
     def regex(self) -> re2._Regexp:
@@ -156,7 +157,10 @@ def compile_kb(kb: KnowledgeBase) -> CompiledKB:
     entries: list[Entry] = []
     for index, sig in enumerate(kb.signatures):
         entries.extend(Entry("pattern", index, "", 1.0, pattern, weak) for pattern, weak in sig.pattern_specs)
-        entries.extend(Entry("evidence", index, "", clue.weight, clue.pattern) for clue in sig.evidence)
+        entries.extend(
+            Entry("evidence", index, "", clue.weight, clue.pattern, setting=clue.setting)
+            for clue in sig.evidence
+        )
     patterns = PatternScan([e.pattern for e in entries], kb.needs_of)
     engine_patterns = PatternScan([e.pattern for e in engine_entries], kb.needs_of)
 

@@ -56,12 +56,23 @@ def family_rank(sig: Signature, score: float) -> tuple[int, float]:
     return band(sig.priority), score
 
 
-def family_admission(sig: Signature, score: float, engine: str | None) -> str | None:
+def family_admission(
+    sig: Signature,
+    score: float,
+    engine: str | None,
+    settings_only: bool = False,
+    shows_failure: Callable[[], bool] = lambda: True,
+) -> str | None:
     """A family is recognised at evidence >= 1.0 and an explicit best guess at 0.5-1.0 (never
     passive); the last resort ("the engine crashed") also needs an engine in sight, since an
-    application's own traceback is not an engine crash. Returns "recognised", "guess" or None."""
+    application's own traceback is not an engine crash. Evidence that only describes the set-up
+    (multi-node flags, a Ray cluster: `setting` clues) is never more than a guess, whatever it
+    weighs, and not even that when the paste shows no failure (a pull request about multi-node).
+    Returns "recognised", "guess" or None."""
     if score < FAMILY_GUESS:
         return None
+    if settings_only:
+        return "guess" if shows_failure() else None
     if band(sig.priority) == 0 and engine is None:
         return None
     return "recognised" if score >= FAMILY_THRESHOLD else "guess"
