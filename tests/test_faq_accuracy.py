@@ -1,7 +1,8 @@
 """The FAQ search on real questions (gathered 2026-12-02 from the engines' trackers and forums as
 they came, plus off-topic ones): which entry it gives, and whether it stays quiet when no entry
-answers. `faq/` was never tuned on; `faq_tune/` (other threads) was. The floors sit just under
-the measured values; issue 12's target is 0.9 and silence on every off-topic question."""
+answers. `faq_test2/` was never tuned on; `faq/` (measured five times while the search was built,
+so no longer an honest measure) and `faq_tune/` were. The floors sit just under the measured
+values; issue 12's target is 0.9 and silence on every off-topic question."""
 
 from __future__ import annotations
 
@@ -39,20 +40,24 @@ def shares(name: str) -> tuple[float, float]:
 
 
 def test_never_tuned_questions() -> None:
-    """`faq/`: measured 0.255 and 26 of 36 quiet when gathered, 0.418 and 28 of 36 after the
-    first tuning round on `faq_tune/`, 0.564 and 26 of 36 after the second, 0.600 and 26 of 36 once
-    an entry names the failures it explains."""
-    right, quiet = shares("faq")
-    assert right >= 0.58, right
-    assert quiet >= 0.70, quiet
+    """`faq_test2/` (95 questions, 20 with an entry: most real questions are about something no
+    entry covers): measured 0.35 right and 44 of 75 quiet when gathered, 0.30 and 43 of 75 after the
+    third round (tags and an engine filter, judged on `faq/` and `faq_tune/`): that round did not
+    carry over."""
+    right, quiet = shares("faq_test2")
+    assert right >= 0.28, right
+    assert quiet >= 0.55, quiet
 
 
-@pytest.mark.parametrize(("floor_right", "floor_quiet"), [(0.82, 0.55)])
-def test_the_tuning_questions_do_not_regress(floor_right: float, floor_quiet: float) -> None:
+@pytest.mark.parametrize(
+    ("name", "floor_right", "floor_quiet"), [("faq_tune", 0.84, 0.55), ("faq", 0.72, 0.70)]
+)
+def test_the_tuning_questions_do_not_regress(name: str, floor_right: float, floor_quiet: float) -> None:
     """`faq_tune/`: 0.14 and 15 of 26 quiet before the first round, 0.52 and 17 of 26 after; 0.78
     and 15 of 26 after the second (words no entry holds no longer drown the telling ones, so more
-    questions get an answer, a few of them off-scope ones); 0.84 once entries name their failures."""
-    right, quiet = shares("faq_tune")
+    questions get an answer, a few of them off-scope ones); 0.84 once entries name their failures;
+    0.86 after the third. `faq/`: 0.600 and 26 of 36 before the third round, 0.745 and 26 of 36 after."""
+    right, quiet = shares(name)
     assert right >= floor_right, right
     assert quiet >= floor_quiet, quiet
 
@@ -96,3 +101,11 @@ def test_an_entry_naming_a_failure_that_does_not_exist_is_refused(tmp_path) -> N
     kb, problems = collect_problems(write_kb(tmp_path, **{"faq.yaml": broken}), ())
     assert kb is None
     assert any("vllm.no_such_failure" in p.message for p in problems)
+
+
+def test_an_entry_about_one_engine_does_not_answer_a_question_about_another() -> None:
+    kb = default_triager().kb
+    trtllm = faq.search(kb, "Do I have to rebuild the TensorRT-LLM engine to run it on a different GPU?")
+    assert trtllm and trtllm[0].id == "trtllm_engine_rebuild"
+    vllm = faq.search(kb, "Do I have to rebuild the vLLM engine to run it on a different GPU?")
+    assert "trtllm_engine_rebuild" not in [hit.id for hit in vllm]

@@ -9,6 +9,7 @@ whole question. The rules, each measured on real questions (tests/holdout/faq*):
 - an entry's own question and tags must hold a telling word of the question (`HEAD_FLOOR`);
 - a question that quotes a failure an entry explains (its `signatures:`) lifts that entry
   (`QUOTED_BOOST`);
+- an entry about some engines (its `engines:`) does not answer a question that names only others;
 - nothing is answered when the question holds no serving vocabulary ("how long should I boil an
   egg") or names a serving engine the FAQ does not cover (lmdeploy, Ollama, TGI).
 """
@@ -18,6 +19,7 @@ from __future__ import annotations
 import math
 import re
 from collections import Counter
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -52,6 +54,10 @@ _SYNONYMS = {
     "oom": "memory",
     "mem": "memory",
     "kv": "kv-cache",
+    "utilisation": "utilization",
+    "gpu_memory_utilisation": "gpu_memory_utilization",
+    "optimise": "optimize",
+    "behaviour": "behavior",
 }
 
 
@@ -87,6 +93,7 @@ class _Doc:
     hit: FaqHit
     head: frozenset[str]  # words of the question, tags and id
     body: frozenset[str]  # words of the answer
+    engines: frozenset[str] = frozenset()  # the engines it is about; empty: any
 
 
 def _documents(kb: KnowledgeBase) -> list[_Doc]:
@@ -95,6 +102,7 @@ def _documents(kb: KnowledgeBase) -> list[_Doc]:
             FaqHit("faq", e.id, e.question, e.answer.strip(), tuple(e.docs), 0.0),
             frozenset(_words(f"{e.question} {' '.join(e.tags)} {' '.join(e.engines)} {e.id}")),
             frozenset(_words(e.answer)),
+            frozenset(e.engines),
         )
         for e in kb.faq
     ]
@@ -103,6 +111,7 @@ def _documents(kb: KnowledgeBase) -> list[_Doc]:
             FaqHit("signature", s.id, f"{s.title} ({s.id})", s.faq.strip(), tuple(s.docs), 0.0),
             frozenset(_words(f"{s.title} {s.id}")),
             frozenset(_words(s.faq)),
+            frozenset([s.engine]) if s.engine_specific else frozenset(),
         )
         for s in kb.signatures
     ]
@@ -123,6 +132,17 @@ def _domain(kb: KnowledgeBase) -> frozenset[str]:
     return frozenset(_words(" ".join(text), parts=False)) | frozenset(_words(flags))
 
 
+def _names_pattern(names: Iterable[str]) -> re.Pattern[str] | None:
+    """Any of these names as a word. ASCII edges: in "lmdeploy也会有" the CJK letter that follows
+    is a word character to `re`."""
+    alternatives = "|".join(
+        re.escape(name) for name in sorted({n for n in names if n}, key=len, reverse=True)
+    )
+    return (
+        re.compile(rf"(?i)(?<![A-Za-z0-9_.-])(?:{alternatives})(?![A-Za-z0-9_-])") if alternatives else None
+    )
+
+
 @dataclass(frozen=True, slots=True)
 class FaqIndex:
     """What every search reads and no search changes: the documents, how often each word occurs
@@ -132,6 +152,9 @@ class FaqIndex:
     frequency: Counter[str]
     domain: frozenset[str]
     elsewhere: re.Pattern[str] | None  # the serving engines the FAQ does not cover, by name
+    named: dict[
+        str, re.Pattern[str]
+    ]  # engine id -> its names (id, name, package), for "which one is asked about"
     explains: dict[str, tuple[str, ...]]  # FAQ id -> the patterns of the failures it explains
 
     def quoted(self, question: str) -> set[str]:
@@ -146,16 +169,23 @@ class FaqIndex:
     @classmethod
     def build(cls, kb: KnowledgeBase) -> FaqIndex:
         docs = _documents(kb)
-        names = "|".join(re.escape(name) for name in sorted(kb.other_engines, key=len, reverse=True))
-        # ASCII edges: in "lmdeploy也会有" the CJK letter that follows is a word character to `re`
-        elsewhere = re.compile(rf"(?i)(?<![A-Za-z0-9_.-])(?:{names})(?![A-Za-z0-9_-])") if names else None
+        elsewhere = _names_pattern(kb.other_engines)
         frequency = Counter(word for doc in docs for word in doc.head | doc.body)
         explains = {
             e.id: tuple(p for sig_id in e.signatures if (sig := kb.get(sig_id)) for p, _ in sig.pattern_specs)
             for e in kb.faq
             if e.signatures
         }
-        return cls(docs, frequency, _domain(kb), elsewhere, explains)
+        named = {
+            info.id: pattern
+            for info in kb.engines.values()
+            if (pattern := _names_pattern([info.id, info.name, info.package, info.name.replace("-", "")]))
+        }
+        return cls(docs, frequency, _domain(kb), elsewhere, named, explains)
+
+    def asked_about(self, question: str) -> set[str]:
+        """The engines the question names."""
+        return {engine for engine, names in self.named.items() if names.search(question)}
 
 
 _ASKING = re.compile(
@@ -196,12 +226,15 @@ def search(kb: KnowledgeBase, question: str, limit: int = 3) -> list[FaqHit]:
         return []  # about an engine the FAQ does not cover: its answers would be about another one
     docs, frequency = index.docs, index.frequency
     quoted = index.quoted(question)
+    asked = index.asked_about(question)
     idf = {w: math.log(1 + len(docs) / (1 + frequency[w])) for w in words}
     # a word no entry holds says nothing about which entry answers, so it dilutes only a little
     top = max(idf.values())
     total = sum(v if frequency[w] else UNKNOWN_WEIGHT * v for w, v in idf.items()) or 1.0
     scored: list[tuple[float, FaqHit]] = []
     for doc in docs:
+        if asked and doc.engines and not doc.engines & asked:
+            continue  # an entry about TensorRT-LLM does not answer a question about vLLM
         in_head = sum(idf[w] for w in words & doc.head)
         in_body = sum(idf[w] for w in (words & doc.body) - doc.head)
         if in_head < HEAD_FLOOR * top and doc.hit.id not in quoted:
