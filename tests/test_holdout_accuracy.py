@@ -1,6 +1,6 @@
 """Accuracy on real pastes the published corpus does not hold (tests/holdout, gathered from public threads).
 
-`traffic_test/` (the 684 of 2,002 threads taken as they came that are dated 2026-04-18 or later) and `test/` were
+`traffic_test/` (the 772 of 2,184 threads taken as they came that are dated 2026-04-18 or later) and `test/` were
 never used to write the knowledge base: they are the honest estimate of how the bot does on
 pastes it has not seen. `traffic_tune/` (the older two thirds), `tune/`, `tune2/` and `tune3/` were
 each measured before being used to generalise signatures; now they guard against regressions.
@@ -66,7 +66,7 @@ def test_tuning_sets_do_not_regress(reports, name: str, floor: float) -> None:
 
 
 def test_unprompted_answers_to_holdout_negatives_stay_rare(reports) -> None:
-    """Measured: 1 of the 971 negatives (ttn-185, vLLM's own "Failed to read commit hash: No module
+    """Measured: 1 of the 1,109 negatives (ttn-185, vLLM's own "Failed to read commit hash: No module
     named 'vllm._version'" warning, which the maintainer called harmless, reads as an import
     failure); every other request, pull request, benchmark and discussion got no unprompted reply."""
     negatives = [r for _, results in reports.values() for r in results.results]

@@ -100,6 +100,13 @@ def test_a_module_named_in_an_error_counts_but_not_one_in_a_launch_command() -> 
     assert _decide("python -m vllm.lora.utils --model x") is None
 
 
+def test_the_module_an_import_cannot_find_is_no_area() -> None:
+    """It is missing from the install (or this version), not broken in its own code."""
+    assert _decide("ModuleNotFoundError: No module named 'vllm.lora.utils'") is None
+    missing = default_triager().triage("sglang-deepep-arm64: No module named 'sglang.srt.parser'")
+    assert missing.match is not None and missing.match.id.startswith("install.")
+
+
 def test_a_bare_exception_is_answered_with_its_area() -> None:
     answer = default_triager().triage(
         LORA_IN_CORE.replace("/x/site-packages/", "/usr/lib/python3/dist-packages/")

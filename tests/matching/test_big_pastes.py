@@ -22,6 +22,10 @@ from triage_bot.core import default_triager
 HOLDOUT = Path(__file__).resolve().parents[1] / "holdout"
 TUNING = ("tune", "tune2", "tune3", "traffic_tune")
 ENGINES = ("vllm", "sglang", "trtllm")
+# over the three fillings, 2026-12-02 after the tenth gathering: 0.931 (0.914, 0.957, 0.922) and
+# 0.836 (0.853, 0.828, 0.828)
+OWN_FLOOR = 0.91
+ADVERSARIAL_FLOOR = 0.82
 
 
 def _rows(name: str, kind: str) -> list[dict]:
@@ -29,7 +33,7 @@ def _rows(name: str, kind: str) -> list[dict]:
     return [json.loads(line) for line in path.open(encoding="utf-8") if line.strip()]
 
 
-def _accuracy(own_engine: bool) -> tuple[float, int]:
+def _accuracy(own_engine: bool, seed: int) -> tuple[float, int]:
     triager = default_triager()
     negatives = [row for name in (*TUNING, "test", "traffic_test") for row in _rows(name, "negatives")]
     # filler that shows no failure of its own: a negative that quotes one (a pull request about a
@@ -42,7 +46,7 @@ def _accuracy(own_engine: bool) -> tuple[float, int]:
         ]
         for e in ENGINES
     }
-    rng = random.Random(7)
+    rng = random.Random(seed)
     right = total = 0
     cases = [row for name in TUNING for row in _rows(name, "errors")]
     for case in cases[::2]:  # every other case: a 40k paste is seen for the first time, ~60 ms each
@@ -64,13 +68,18 @@ def _accuracy(own_engine: bool) -> tuple[float, int]:
     return right / total, total
 
 
-# measured 0.974 (own engine) and 0.845 (another engine's filler) on 116 pastes, 2026-12-02, once the
-# filler was limited to negatives that show no failure of their own; 0.940 and 0.828 with the same
-# knowledge once the ninth gathering's 62 newest negatives joined the filler (the misses: a wrapper
-# such as RayWorkerError takes an area named by the filler, and vLLM's and SGLang's shared
-# "architectures are not supported" wording goes to the engine the filler names most)
-@pytest.mark.parametrize(("own_engine", "floor"), [(True, 0.92), (False, 0.81)])
+SEEDS = (7, 8, 9)  # three fillings of every paste: one filling moved the share by 3 points as the filler grew
+
+
+# measured 0.974 (own engine) and 0.845 (another engine's filler) on 116 pastes (seed 7 alone),
+# 2026-12-02, once the filler was limited to negatives that show no failure of their own; 0.940
+# and 0.828 with the same knowledge once the ninth gathering's negatives joined the filler, and
+# 0.914 and 0.836 after the tenth's: one filling is too few (the floors above are over three). The misses: a wrapper such as
+# RayWorkerError takes an area named by the filler, and vLLM's and SGLang's shared "architectures
+# are not supported" wording goes to the engine the filler names most.
+@pytest.mark.parametrize(("own_engine", "floor"), [(True, OWN_FLOOR), (False, ADVERSARIAL_FLOOR)])
 def test_a_failure_message_is_found_in_a_40k_paste(own_engine: bool, floor: float) -> None:
-    accuracy, total = _accuracy(own_engine)
-    assert total >= 90
-    assert accuracy >= floor, f"{accuracy:.3f} of {total}"
+    runs = [_accuracy(own_engine, seed) for seed in SEEDS]
+    assert all(total >= 90 for _, total in runs)
+    accuracy = sum(share for share, _ in runs) / len(runs)
+    assert accuracy >= floor, f"{accuracy:.3f} over {len(runs)} fillings of {runs[0][1]} pastes"

@@ -32,6 +32,7 @@ MAX_LINE = 4000  # longer lines are read up to here: frames and module names are
 _TRACEBACK = "Traceback (most recent call last)"
 # a module named in an error message counts; one in a launch command or an INFO line does not
 _ERROR_LINE = re.compile(r"Error|Exception|error|failed|cannot|No module|not supported")
+_MISSING = re.compile(r"No module named ['\"`]?([\w.]+)")
 
 
 @dataclass(frozen=True, slots=True)
@@ -130,9 +131,13 @@ class Areas:
                 (line.number, block, path, False, "") for path in _paths_in(head)
             ]  # C++ frames, messages
             if _ERROR_LINE.search(head):
+                # the module an import cannot find is what is missing, not where something broke:
+                # an install or a version that lacks it (exceptions.py), never that module's area
+                missing = {m.group(1) for m in _MISSING.finditer(head)}
                 found += [
                     (line.number, block, m.group(1).replace(".", "/"), True, "")
                     for m in _MODULE.finditer(head)
+                    if m.group(1) not in missing
                 ]
         hits: list[AreaHit] = []
         seen: dict[tuple[str, bool], list[tuple[str, str, str]]] = {}  # a traceback repeats its paths
