@@ -285,3 +285,15 @@ def test_a_multi_node_pull_request_gets_no_hang_answer_but_a_stalled_multi_node_
     assert quiet.match is None or quiet.match.id != "crash.distributed_init_hang"
     stalled = triage(f"[Bug] the server stucks at start-up on two nodes\n{settings}")
     assert stalled.match is not None and stalled.match.id == "crash.distributed_init_hang"
+
+
+@pytest.mark.parametrize(
+    "paste",
+    [
+        'openai.BadRequestError: Error code: 400 - {"object": "error", "message": "Unknown modality: image", "code": 400}',
+        "ValueError: At most 0 image(s) may be provided in one prompt. Set `--limit-mm-per-prompt` to increase this limit.",
+    ],
+)
+def test_a_server_refusing_a_kind_of_media_is_multimodal_not_a_generic_rejection(paste: str) -> None:
+    answer = triage(paste)
+    assert answer.match is not None and answer.match.id == "component.multimodal"
