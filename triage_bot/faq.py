@@ -152,9 +152,8 @@ class FaqIndex:
     frequency: Counter[str]
     domain: frozenset[str]
     elsewhere: re.Pattern[str] | None  # the serving engines the FAQ does not cover, by name
-    named: dict[
-        str, re.Pattern[str]
-    ]  # engine id -> its names (id, name, package), for "which one is asked about"
+    # engine id -> its names (id, name, package): which engines a question asks about
+    named: dict[str, re.Pattern[str]]
     explains: dict[str, tuple[str, ...]]  # FAQ id -> the patterns of the failures it explains
 
     def quoted(self, question: str) -> set[str]:

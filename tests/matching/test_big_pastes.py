@@ -11,6 +11,7 @@ only one engine prints decides the engine).
 
 from __future__ import annotations
 
+import functools
 import json
 import random
 from pathlib import Path
@@ -23,7 +24,8 @@ HOLDOUT = Path(__file__).resolve().parents[1] / "holdout"
 TUNING = ("tune", "tune2", "tune3", "traffic_tune")
 ENGINES = ("vllm", "sglang", "trtllm")
 # over the three fillings, 2026-12-02 after the tenth gathering: 0.931 (0.914, 0.957, 0.922) and
-# 0.836 (0.853, 0.828, 0.828)
+# 0.836 (0.853, 0.828, 0.828); 0.920 (0.897, 0.940, 0.922) and 0.851 (0.853, 0.853, 0.845) once a
+# multimodal model's name became a setting and IMA and refused media were known
 OWN_FLOOR = 0.91
 ADVERSARIAL_FLOOR = 0.82
 
@@ -33,12 +35,14 @@ def _rows(name: str, kind: str) -> list[dict]:
     return [json.loads(line) for line in path.open(encoding="utf-8") if line.strip()]
 
 
-def _accuracy(own_engine: bool, seed: int) -> tuple[float, int]:
+@functools.cache
+def _filler() -> dict[str, list[str]]:
+    """Per engine, the negatives long enough to fill with and showing no failure of their own: a
+    negative that quotes one (a pull request about a crash) would make the paste hold two failures,
+    and either answer would be right. Worked out once for every filling."""
     triager = default_triager()
     negatives = [row for name in (*TUNING, "test", "traffic_test") for row in _rows(name, "negatives")]
-    # filler that shows no failure of its own: a negative that quotes one (a pull request about a
-    # crash) would make the paste hold two failures, and either answer would be right
-    noise = {
+    return {
         e: [
             n["text"]
             for n in negatives
@@ -46,25 +50,39 @@ def _accuracy(own_engine: bool, seed: int) -> tuple[float, int]:
         ]
         for e in ENGINES
     }
-    rng = random.Random(seed)
-    right = total = 0
-    cases = [row for name in TUNING for row in _rows(name, "errors")]
-    for case in cases[::2]:  # every other case: a 40k paste is seen for the first time, ~60 ms each
+
+
+@functools.cache
+def _cases() -> list[tuple[str, str, str]]:
+    """(text, label, engine) of every other specific case with evidence that the bot names right on
+    its own (every other: a 40k paste is seen for the first time, ~60 ms each)."""
+    triager = default_triager()
+    out = []
+    for case in [row for name in TUNING for row in _rows(name, "errors")][::2]:
         engine = case["label"].split(".", 1)[0]
         if engine not in ENGINES or not case.get("evidence", True):
             continue
         alone = triager.match(case["text"]).primary
-        if alone is None or alone.sig.id != case["label"]:
-            continue
-        others = [text for e, texts in noise.items() if e != engine for text in texts]
+        if alone is not None and alone.sig.id == case["label"]:
+            out.append((case["text"], case["label"], engine))
+    return out
+
+
+def _accuracy(own_engine: bool, seed: int) -> tuple[float, int]:
+    triager = default_triager()
+    noise = _filler()
+    rng = random.Random(seed)
+    right = total = 0
+    for text, label, engine in _cases():
+        others = [filler for e, texts in noise.items() if e != engine for filler in texts]
         pool = noise[engine] + others[:3] if own_engine else others
         parts: list[str] = []
         while sum(map(len, parts)) < 38_000:
             parts.append(rng.choice(pool))
-        parts.insert(rng.randrange(len(parts)), case["text"])
+        parts.insert(rng.randrange(len(parts)), text)
         primary = triager.match("\n".join(parts)).primary
         total += 1
-        right += primary is not None and primary.sig.id == case["label"]
+        right += primary is not None and primary.sig.id == label
     return right / total, total
 
 
@@ -74,9 +92,9 @@ SEEDS = (7, 8, 9)  # three fillings of every paste: one filling moved the share 
 # measured 0.974 (own engine) and 0.845 (another engine's filler) on 116 pastes (seed 7 alone),
 # 2026-12-02, once the filler was limited to negatives that show no failure of their own; 0.940
 # and 0.828 with the same knowledge once the ninth gathering's negatives joined the filler, and
-# 0.914 and 0.836 after the tenth's: one filling is too few (the floors above are over three). The misses: a wrapper such as
-# RayWorkerError takes an area named by the filler, and vLLM's and SGLang's shared "architectures
-# are not supported" wording goes to the engine the filler names most.
+# 0.914 and 0.836 after the tenth's: one filling is too few (the floors above are over three).
+# The misses: a wrapper such as RayWorkerError takes an area named by the filler, and vLLM's and
+# SGLang's shared "architectures are not supported" wording goes to the engine the filler names most.
 @pytest.mark.parametrize(("own_engine", "floor"), [(True, OWN_FLOOR), (False, ADVERSARIAL_FLOOR)])
 def test_a_failure_message_is_found_in_a_40k_paste(own_engine: bool, floor: float) -> None:
     runs = [_accuracy(own_engine, seed) for seed in SEEDS]

@@ -55,7 +55,6 @@ MESSAGE_ENGINE_WEIGHT = 2.5  # a matched message of one engine's own signature, 
 AREA_WEIGHT = 1.5  # the deciding frame's area: enough to recognise its family on its own
 AREA_WEIGHT_CUT = 0.6  # the same when the paste stops inside the traceback: a guess
 SKEW_WEIGHT = 2.5  # an exception whose shape is version skew: above an area (the area is where it surfaced)
-SETTING = "setting: "  # marks a clue that describes the set-up (rules.family_admission)
 LAST_RESORT = "fallback.unexplained_crash"
 VERSION_SKEW = "install.dependency_version_mismatch"
 WEIGHT_LOADING = "component.weight_loading"
@@ -132,6 +131,8 @@ class Matcher:
             [cmd for info in compiled.kb.engines.values() for cmd in info.launch]
         )
         self.index = {sig.id: i for i, sig in enumerate(compiled.signatures)}
+        # (family, clue pattern) of the evidence that describes the set-up, not a failure
+        self.settings = {(e.owner, e.pattern) for e in compiled.entries if e.kind == "evidence" and e.setting}
         self.last_resort = compiled.kb.get(LAST_RESORT)
 
     # -- stages -----------------------------------------------------------------------------
@@ -196,7 +197,7 @@ class Matcher:
             entry = self.c.entries[i]
             if entry.kind == "evidence":
                 scores[entry.owner] += entry.weight
-                clues[entry.owner].append(SETTING + entry.pattern if entry.setting else entry.pattern)
+                clues[entry.owner].append(entry.pattern)
         return {k: (v, clues[k]) for k, v in scores.items()}
 
     def _fuzzy(self, norm: Normalized) -> dict[int, tuple[float, Line]]:
@@ -415,7 +416,7 @@ class Matcher:
             sig = sigs[sig_index]
             if not sig.is_family:
                 continue
-            settings_only = all(clue.startswith(SETTING) for clue in clues)
+            settings_only = all((sig_index, clue) in self.settings for clue in clues)
             admitted = family_admission(sig, score, found.engine, settings_only, found.failure_signal)
             if admitted is None:
                 continue
