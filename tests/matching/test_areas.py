@@ -157,3 +157,26 @@ def test_an_executor_error_with_an_unknown_inner_error_quotes_it_and_asks_for_no
     assert answer.match is not None and answer.match.id == "trtllm.executor_forward_error"
     assert not answer.incomplete
     assert "mBlocks.size() == 3" in answer.note and "above" not in answer.note
+
+
+def test_the_engine_whose_frames_raised_is_the_engine_that_runs() -> None:
+    """Frames in one engine's tree decide the engine over pages that name another one; frames in
+    two trees (old SGLang builds imported vLLM's layers) leave it to the clue scores."""
+    areas = Areas(
+        [
+            EngineInfo(id=e, name=e, detect=[{"pattern": e}], areas=tree.areas)
+            for e, tree in (("vllm", VLLM), ("trtllm", TRTLLM))
+        ]
+    )
+    sglang_frame = 'File "/usr/lib/python3/site-packages/sglang/srt/managers/scheduler.py", line 9, in run\n'
+    vllm_frame = 'File "/usr/lib/python3/site-packages/vllm/v1/engine/core.py", line 3, in step\n'
+    trtllm_frame = 'File "/opt/tensorrt_llm/_torch/pyexecutor/py_executor.py", line 5, in loop\n'
+    assert areas.frame_engines(normalize(vllm_frame + "KeyError: 'x'")) == {"vllm"}
+    assert areas.frame_engines(normalize(vllm_frame + trtllm_frame)) == {"vllm", "trtllm"}
+    assert areas.frame_engines(normalize(sglang_frame + "see vllm/ and tensorrt_llm/ docs")) == set()
+
+    triager = default_triager()
+    talk = "TensorRT-LLM trtllm-serve tensorrt_llm executor MPI engine build, benchmark numbers.\n" * 200
+    crash = "Traceback (most recent call last):\n  " + sglang_frame + "KeyError: 'req_pool_idx'\n"
+    assert triager.match(talk + crash + talk).engine == "sglang"
+    assert triager.match(talk).engine == "trtllm"

@@ -6,7 +6,7 @@ engine logs and discussions (the holdout sets' negatives that show no failure of
 the paste is about 40,000 characters long. "Adversarial" fills it with another engine's text, so the paste names that
 engine many times; "own engine" fills it with the same engine's text plus a few lines of another.
 The message itself is the strongest evidence of the engine that runs (rules: a failure message
-only one engine prints decides the engine).
+only one engine prints decides the engine; without one, the engine whose frames raised).
 """
 
 from __future__ import annotations
@@ -25,9 +25,10 @@ TUNING = ("tune", "tune2", "tune3", "traffic_tune")
 ENGINES = ("vllm", "sglang", "trtllm")
 # over the three fillings, 2026-12-02 after the tenth gathering: 0.931 (0.914, 0.957, 0.922) and
 # 0.836 (0.853, 0.828, 0.828); 0.920 (0.897, 0.940, 0.922) and 0.851 (0.853, 0.853, 0.845) once a
-# multimodal model's name became a setting and IMA and refused media were known
+# multimodal model's name became a setting and IMA and refused media were known; 0.920 and 0.871
+# (0.871 each) on 2026-12-03 once the engine whose frames raised decided the engine
 OWN_FLOOR = 0.91
-ADVERSARIAL_FLOOR = 0.82
+ADVERSARIAL_FLOOR = 0.85
 
 
 def _rows(name: str, kind: str) -> list[dict]:
@@ -93,8 +94,10 @@ SEEDS = (7, 8, 9)  # three fillings of every paste: one filling moved the share 
 # 2026-12-02, once the filler was limited to negatives that show no failure of their own; 0.940
 # and 0.828 with the same knowledge once the ninth gathering's negatives joined the filler, and
 # 0.914 and 0.836 after the tenth's: one filling is too few (the floors above are over three).
-# The misses: a wrapper such as RayWorkerError takes an area named by the filler, and vLLM's and
-# SGLang's shared "architectures are not supported" wording goes to the engine the filler names most.
+# The misses: a wrapper such as RayWorkerError takes an area named by the filler; a case named
+# right alone only from a frame or a resemblance (no message) loses to an area the filler names;
+# and vLLM's and SGLang's shared "architectures are not supported" wording goes to the engine the
+# filler names most.
 @pytest.mark.parametrize(("own_engine", "floor"), [(True, OWN_FLOOR), (False, ADVERSARIAL_FLOOR)])
 def test_a_failure_message_is_found_in_a_40k_paste(own_engine: bool, floor: float) -> None:
     runs = [_accuracy(own_engine, seed) for seed in SEEDS]

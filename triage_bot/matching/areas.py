@@ -152,6 +152,24 @@ class Areas:
             )
         return hits
 
+    def frame_engines(self, norm: Normalized) -> set[str]:
+        """The engines whose source tree holds a traceback frame: the code that was running when
+        it raised, whatever else the paste names (another engine's logs, a pip list)."""
+        engines: set[str] = set()
+        for line in norm.lines:
+            frame = _FRAME_FUNC.match(line.text) if line.is_frame else None
+            if frame is None:
+                continue
+            path = frame.group("path")
+            engines.update(
+                m.engine
+                for m in self.maps
+                if m.engine not in engines
+                and any(root in path for root in m.roots)
+                and m.relative(path) is not None
+            )
+        return engines
+
     def _resolve(self, path: str, module: bool) -> list[tuple[str, str, str]]:
         """(engine, path inside its tree, area) for each engine whose tree holds `path`."""
         out = []

@@ -154,6 +154,11 @@ class Matcher:
             scores[engine] += MESSAGE_ENGINE_WEIGHT
         if len(stated) == 1:
             return next(iter(stated)), dict(scores)
+        # with no such message, the engine whose frames the traceback runs through is the one
+        # that raised (an application on top of it shows its own frames too, not another engine's)
+        ran = self.areas.frame_engines(norm) if not stated else set()
+        if len(ran) == 1:
+            return next(iter(ran)), dict(scores)
         if not scores:
             return None, {}
         ranked = sorted(scores.items(), key=lambda kv: kv[1], reverse=True)
