@@ -52,6 +52,7 @@ from triage_bot.text.normalize import Line, Normalized, normalize
 
 PASSIVE_THRESHOLD = 0.80
 MESSAGE_ENGINE_WEIGHT = 2.5  # a matched message of one engine's own signature, towards that engine
+NEAR_FAILURE = 3000  # characters either side of the failure lines whose clues decide in a long paste
 AREA_WEIGHT = 1.5  # the deciding frame's area: enough to recognise its family on its own
 AREA_WEIGHT_CUT = 0.6  # the same when the paste stops inside the traceback: a guess
 SKEW_WEIGHT = 2.5  # an exception whose shape is version skew: above an area (the area is where it surfaced)
@@ -120,6 +121,16 @@ class MatchResult:
 _URL = re.compile(r"https?://[^\s)>\]]{1,500}")
 
 
+def _clear_best(scores: dict[str, float]) -> str | None:
+    """The engine whose clues weigh at least 1.0 and more than any other's, else None."""
+    if not scores:
+        return None
+    ranked = sorted(scores.items(), key=lambda kv: kv[1], reverse=True)
+    best, best_score = ranked[0]
+    second = ranked[1][1] if len(ranked) > 1 else 0.0
+    return best if best_score >= 1.0 and best_score > second else None
+
+
 class Matcher:
     """Stateless after construction; safe to share between threads."""
 
@@ -137,12 +148,12 @@ class Matcher:
 
     # -- stages -----------------------------------------------------------------------------
     def _detect_engine(
-        self, norm: Normalized, hits: dict[int, list[Hit]]
+        self, norm: Normalized, hits: dict[int, list[Hit]], near: tuple[int, int] | None = None
     ) -> tuple[str | None, dict[str, float]]:
-        scores: dict[str, float] = defaultdict(float)
-        # a link into an engine's source tree (github.com/vllm-project/...) is not that engine running
-        for entry in self.c.scan_engines(_URL.sub(" ", norm.prefixed)):
-            scores[entry.engine] += entry.weight
+        """The engine that runs, from the strongest evidence the paste holds: a failure message
+        only one engine prints; else the engine whose frames raised; else, in a long paste, the
+        engine clues around the failure; else the clues of the whole paste."""
+        scores = self._engine_clues(norm.prefixed)
         # a failure message that only one engine prints is the strongest evidence that it runs,
         # whatever else the paste names (another engine's logs, a pip list, a question)
         stated = {
@@ -154,19 +165,50 @@ class Matcher:
             scores[engine] += MESSAGE_ENGINE_WEIGHT
         if len(stated) == 1:
             return next(iter(stated)), dict(scores)
-        # with no such message, the engine whose frames the traceback runs through is the one
-        # that raised (an application on top of it shows its own frames too, not another engine's)
-        ran = self.areas.frame_engines(norm) if not stated else set()
+        # then the engine whose frames the traceback runs through is the one that raised (an
+        # application on top of it shows its own frames too, not another engine's); when two
+        # engines print the message, it is the one of those two whose frames raised
+        ran = self.areas.frame_engines(norm)
+        if stated:
+            ran &= stated
         if len(ran) == 1:
             return next(iter(ran)), dict(scores)
-        if not scores:
-            return None, {}
-        ranked = sorted(scores.items(), key=lambda kv: kv[1], reverse=True)
-        best, best_score = ranked[0]
-        second = ranked[1][1] if len(ranked) > 1 else 0.0
-        if best_score >= 1.0 and best_score > second:
-            return best, dict(scores)
-        return None, dict(scores)
+        if near is not None:
+            # in a long paste, the clues around the failure: a 40,000-character log of one engine
+            # around another engine's traceback names the wrong engine most often
+            lo, hi = near
+            around = self._engine_clues("\n".join(line.raw for line in norm.lines[lo : hi + 1]))
+            for engine in stated:
+                around[engine] += MESSAGE_ENGINE_WEIGHT
+            best = _clear_best(around)
+            if best is not None:
+                return best, dict(scores)
+        return _clear_best(scores), dict(scores)
+
+    def _engine_clues(self, text: str) -> defaultdict[str, float]:
+        """Each engine's detection clues in `text`, weighed; a link into an engine's source tree
+        (github.com/vllm-project/...) is not that engine running."""
+        scores: defaultdict[str, float] = defaultdict(float)
+        for entry in self.c.scan_engines(_URL.sub(" ", text)):
+            scores[entry.engine] += entry.weight
+        return scores
+
+    def _around_failure(self, norm: Normalized, hits: dict[int, list[Hit]]) -> tuple[int, int] | None:
+        """(first line, last line) within NEAR_FAILURE characters of the lines where a failure's
+        pattern matched, in a paste longer than two such spans; None when the paste is shorter or
+        matches no failure's pattern (then the whole paste counts)."""
+        if len(norm.text) <= 2 * NEAR_FAILURE:
+            return None
+        failing = [h.line.number for sig_hits in hits.values() for h in sig_hits]
+        if not failing:
+            return None
+        first, last = min(failing), max(failing)
+        lo, hi = first, last
+        while lo > 0 and norm.offsets[first] - norm.offsets[lo - 1] <= NEAR_FAILURE:
+            lo -= 1
+        while hi + 1 < len(norm.lines) and norm.offsets[hi + 1] - norm.offsets[last] <= NEAR_FAILURE:
+            hi += 1
+        return lo, hi
 
     @staticmethod
     def _states_engine_failure(sig: Signature, sig_hits: list[Hit]) -> bool:
@@ -193,9 +235,7 @@ class Matcher:
             )
         return hits
 
-    def _family_scores(
-        self, norm: Normalized, fired: list[tuple[int, Fired]]
-    ) -> dict[int, tuple[float, list[str]]]:
+    def _family_scores(self, fired: list[tuple[int, Fired]]) -> dict[int, tuple[float, list[str]]]:
         scores: dict[int, float] = defaultdict(float)
         clues: dict[int, list[str]] = defaultdict(list)
         for i, _ in fired:
@@ -260,17 +300,19 @@ class Matcher:
     def match(self, text: str | bytes) -> MatchResult:
         norm = normalize(text)
         fired = self.c.scan(norm.text) if norm.text else []
+        logged: list[tuple[int, Fired]] = []
         if norm.log_sources:
             # the files named in log prefixes are family evidence too (a frame the logger printed)
             sources = "\n".join(f"log source: {name}" for name in norm.log_sources)
             seen = {i for i, _ in fired}
-            fired += [
+            logged = [
                 (i, m)
                 for i, m in self.c.scan(sources)
                 if i not in seen and self.c.entries[i].kind == "evidence"
             ]
         hits = self._hits(norm, fired)
-        engine, engine_scores = self._detect_engine(norm, hits)
+        near = self._around_failure(norm, hits)
+        engine, engine_scores = self._detect_engine(norm, hits, near)
         gvalues = global_values(norm.text, self.value_patterns)
         found = Found(
             engine,
@@ -278,7 +320,12 @@ class Matcher:
             failure_signal=lambda: reports_a_problem(norm),
             values=gvalues,
         )
-        families = self._family_scores(norm, fired)
+        if near is not None:
+            # in a long paste, the clues around the failure say what failed; pages of other talk do not
+            lo, hi = near
+            start, end = norm.offsets[lo], norm.offsets[hi] + len(norm.lines[hi].text)
+            fired = [(i, m) for i, m in fired if start <= m.span()[0] <= end]
+        families = self._family_scores(fired + logged)
         family_values = self._area_and_exception(norm, engine, families)
         self._score_specific(norm, hits, families, gvalues, found)
         self._score_families(families, gvalues, family_values, found)
