@@ -30,6 +30,7 @@ from triage_bot.kb.regex import compile_pattern
 
 MIN_SCORE = 0.25
 QUOTED_BOOST = 0.3  # added to the score of an entry whose failures the question quotes
+PHRASE_BOOST = 0.1  # added when the question holds one of the entry's multi-word tags as written
 UNKNOWN_WEIGHT = 0.3  # the share of its weight a word no entry holds keeps in the denominator
 HEAD_FLOOR = 0.5  # the entry's head must hold words worth half the question's most telling one
 _WORD = re.compile(r"[a-z0-9][a-z0-9_.+-]*[a-z0-9]|[0-9]")  # one letter alone is not a word
@@ -94,6 +95,7 @@ class _Doc:
     head: frozenset[str]  # words of the question, tags and id
     body: frozenset[str]  # words of the answer
     engines: frozenset[str] = frozenset()  # the engines it is about; empty: any
+    phrases: tuple[str, ...] = ()  # its tags of two words or more, lower-case ("bus error")
 
 
 def _documents(kb: KnowledgeBase) -> list[_Doc]:
@@ -103,6 +105,7 @@ def _documents(kb: KnowledgeBase) -> list[_Doc]:
             frozenset(_words(f"{e.question} {' '.join(e.tags)} {' '.join(e.engines)} {e.id}")),
             frozenset(_words(e.answer)),
             frozenset(e.engines),
+            tuple(t.lower() for t in e.tags if " " in t.strip()),
         )
         for e in kb.faq
     ]
@@ -225,6 +228,7 @@ def search(kb: KnowledgeBase, question: str, limit: int = 3) -> list[FaqHit]:
         return []  # about an engine the FAQ does not cover: its answers would be about another one
     docs, frequency = index.docs, index.frequency
     quoted = index.quoted(question)
+    lowered = " ".join(question.lower().split())
     asked = index.asked_about(question)
     idf = {w: math.log(1 + len(docs) / (1 + frequency[w])) for w in words}
     # a word no entry holds says nothing about which entry answers, so it dilutes only a little
@@ -241,6 +245,8 @@ def search(kb: KnowledgeBase, question: str, limit: int = 3) -> list[FaqHit]:
         overlap = (in_head + 0.35 * in_body) / total
         resemblance = fuzz.token_set_ratio(question, doc.hit.question, processor=utils.default_process) / 100
         score = 0.75 * overlap + 0.25 * resemblance
+        if any(phrase in lowered for phrase in doc.phrases):
+            score += PHRASE_BOOST  # "bus error" written as such says more than "bus" and "error" apart
         if doc.hit.source == "signature":
             score *= 0.75  # the FAQ proper answers questions; signatures answer failures
         elif doc.hit.id in quoted:
