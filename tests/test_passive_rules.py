@@ -43,7 +43,18 @@ def test_pasted_failures_and_pleas_for_help_are_answered(paste: str, expected: s
 
 @pytest.mark.parametrize(
     "tag",
-    ["[Feature]:", "[RFC]:", "[Feature Request]", "  [Docs]", "feat:", "Feat(api):", "[TRTLLM-1234][fix]"],
+    [
+        "[Feature]:",
+        "[RFC]:",
+        "[Feature Request]",
+        "  [Docs]",
+        "feat:",
+        "Feat(api):",
+        "docs(pd-disaggregation):",
+        "refactor!:",
+        "test(xpu):",
+        "[TRTLLM-1234][fix]",
+    ],
 )
 def test_a_request_for_change_quoting_an_error_is_not_answered_unprompted(tag: str) -> None:
     request = (
@@ -68,6 +79,7 @@ def test_a_change_tag_later_in_the_paste_changes_nothing() -> None:
         ("## Purpose", "## Test Plan"),  # vLLM's pull request
         ("## Description", "## Test Coverage"),  # TensorRT-LLM's pull request
         ("### 🚀 The feature, motivation and pitch", "### Alternatives"),  # vLLM's feature request
+        ("**What type of PR is this?**", "**What this PR does / why we need it**:"),  # Kubernetes projects
     ],
 )
 def test_a_feature_or_pull_request_template_is_not_answered_unprompted(headings: tuple[str, str]) -> None:

@@ -222,7 +222,8 @@ def looks_like_chat(norm: Normalized, line: Line | None, span: tuple[int, int] |
 # not someone stuck on one, so the bot never answers it unprompted (asked, it still answers).
 _CHANGE_REQUEST = re.compile(
     r"\A\s*(\[(feat|feature( request)?|rfc|roadmap|docs?|documentation|discussion|tracking|tracker|proposal)\]"
-    r"|feat(\([^)\n]{0,40}\))?!?:"  # and a conventional-commit feature title ("feat(api): ...")
+    # and a conventional-commit title of a change that is not a fix ("feat(api): ...", "docs: ...")
+    r"|(feat|docs|refactor|chore|test|ci|perf|build|style)(\([^)\n]{0,40}\))?!?:"
     # TensorRT-LLM's pull-request titles: "[TRTLLM-1234][feat] ...", "[https://nvbugs/5][fix] ..."
     r"|\[[^\]\n]{1,60}\]\[(feat|fix|chore|docs?|test|infra|perf|refactor|ci|misc|none)\])",
     re.I,
@@ -233,6 +234,8 @@ _CHANGE_REQUEST = re.compile(
 _CHANGE_TEMPLATE = re.compile(
     r"(?im)^#{2,3} *(?:🚀 *)?(?:the feature, motivation and pitch|motivation|modifications|purpose"
     r"|test plan|test coverage|pr checklist|related resources)\s*$"
+    # the Kubernetes projects' pull-request template (kserve, LeaderWorkerSet, the gateway API)
+    r"|^\*\*what (?:this pr does|type of pr is this)"
 )
 _BUG_TEMPLATE = re.compile(
     r"(?im)^#{2,3} *(?:🐛 *)?(?:describe the bug|reproduction|your current environment|system info"
