@@ -1,6 +1,6 @@
 """Accuracy on real pastes the published corpus does not hold (tests/holdout, gathered from public threads).
 
-`traffic_test/` (the 772 of 2,184 threads taken as they came that are dated 2026-04-18 or later) and `test/` were
+`traffic_test/` (the 831 of 2,437 threads taken as they came that are dated 2026-04-18 or later) and `test/` were
 never used to write the knowledge base: they are the honest estimate of how the bot does on
 pastes it has not seen. `traffic_tune/` (the older two thirds), `tune/`, `tune2/` and `tune3/` were
 each measured before being used to generalise signatures; now they guard against regressions.

@@ -28,7 +28,9 @@ ENGINES = ("vllm", "sglang", "trtllm")
 # 0.836 (0.853, 0.828, 0.828); 0.920 (0.897, 0.940, 0.922) and 0.851 (0.853, 0.853, 0.845) once a
 # multimodal model's name became a setting and IMA and refused media were known; 0.920 and 0.871
 # (0.871 each) on 2026-12-03 once the engine whose frames raised decided the engine; 0.963 (0.957,
-# 0.966, 0.966) and 0.922 (0.922 each) once only the clues around the failure counted in a long paste
+# 0.966, 0.966) and 0.922 (0.922 each) once only the clues around the failure counted in a long paste;
+# 0.977 (0.983, 0.966, 0.983) and 0.918 (0.932, 0.906, 0.915) once the eleventh gathering's
+# negatives joined the filler
 OWN_FLOOR = 0.94
 ADVERSARIAL_FLOOR = 0.90
 
