@@ -191,6 +191,17 @@ CASES: list[tuple[str, str]] = [
         '  File "/usr/local/lib/python3.11/site-packages/triton/backends/ascend/compiler.py", line 549, in compile\n'
         "RuntimeError: bishengir-compile failed on Ascend 310P",
     ),
+    (
+        "client.request_rejected",
+        "trainer.init_communicator() against our vllm serve host:\n"
+        '  File "/opt/app/client.py", line 88, in init_communicator\n'
+        '    raise Exception(f"Request failed: {response.status_code}, {response.text}")\n'
+        'Exception: Request failed: 404, {"detail":"Not Found"}',
+    ),
+    (
+        "quality.garbled_output",
+        "[Bug] accuracy of Qwen3-8B on the GSM8K dataset is 0.12, less than 0.90 on vllm 0.11",
+    ),
 ]
 
 
